@@ -1,0 +1,163 @@
+// Wiring only: configuration → components → listeners. Returns a handle tests and main() use.
+
+import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import type http from 'node:http';
+import type { Dispatcher } from 'undici';
+import { type DaemonConfig, isLoopback } from './config/types';
+import { createPool, PeerPools, PEER_SERVER_NAME, type TLSFiles } from './upstream/pools';
+import { RouteTableHolder } from './routing/holder';
+import { ProxyHandler, writeStatus } from './proxy/handler';
+import { DiscoverySync } from './discovery/sync';
+import { Metrics } from './observability/metrics';
+import { createLogger, type Logger } from './observability/log';
+import { listenNode, listenPeer } from './listener/listen-node';
+import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
+import { tunnelUpgrade } from './upstream/upgrade';
+import { listenOps } from './observability/ops-server';
+import pkg from '../package.json';
+
+export interface Daemon {
+  readonly config: DaemonConfig;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  readonly metricsPort: number;
+  readonly frontend: 'uws' | 'node';
+  readonly routes: RouteTableHolder;
+  readonly sync: DiscoverySync;
+  readonly metrics: Metrics;
+  /** Replaces the static peer list and refreshes discovery now (resolves when the new table is published). */
+  setStaticPeers(peers: { id: string; address: string }[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'MVP_ERR_CONFIG';
+}
+
+export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; metrics?: Metrics } = {}): Promise<Daemon> {
+  const log = deps.log ?? createLogger(config.verbosity, config.loggingFormat);
+  const metrics = deps.metrics ?? new Metrics({ defaultMetrics: true });
+  const read = (f: string | undefined) => (f ? readFileSync(f) : undefined);
+
+  const gateOn = config.featureGates.UnknownVersionInteroperabilityProxy !== false;
+  // As kube-apiserver 1.36: the proxy needs --peer-ca-file; without it, serve local-only (and say so).
+  const proxyEnabled = gateOn && !!config.peerCAFile;
+  if (gateOn && !config.peerCAFile) log.info(0, '--peer-ca-file is not set: the mixed version proxy is off and every request goes to the local apiserver');
+
+  const clientTLS = config.tlsCertFile && config.tlsPrivateKeyFile ? { cert: read(config.tlsCertFile)!, key: read(config.tlsPrivateKeyFile)! } : undefined;
+  if (!clientTLS && !isLoopback(config.bindAddress)) {
+    throw new ConfigError(`--bind-address=${config.bindAddress} is not a loopback address: plain HTTP is only served on loopback; set --tls-cert-file and --tls-private-key-file`);
+  }
+
+  const localURL = new URL(config.localAPIServer);
+  const localTLS: TLSFiles | undefined = localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile) } : undefined;
+  const local: Dispatcher = createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS });
+  const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME };
+  const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
+  const routes = new RouteTableHolder();
+  const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
+
+  let staticPeers = config.staticPeers;
+  const sync = new DiscoverySync({
+    local,
+    peerPools,
+    routes,
+    peers: () => (proxyEnabled ? staticPeers : []),
+    refreshIntervalMs: config.discoveryRefreshIntervalMs,
+    peerGraceMs: config.peerDiscoveryGraceMs,
+    fetchTimeoutMs: Math.min(config.requestTimeoutMs, 10_000),
+    metrics,
+    log,
+  });
+
+  const listeners: RunningListener[] = [];
+  const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) => tunnelUpgrade(req, socket, head, localURL, localTLS, log);
+
+  let frontend = config.frontend;
+  let clientPort: number;
+  if (frontend === 'uws') {
+    const loaded = loadUWS();
+    if ('error' in loaded) {
+      log.error('uWebSockets.js cannot load on this machine; serving clients with the node front end', loaded.error);
+      frontend = 'node';
+    } else {
+      try {
+        const l = await listenUWS(loaded.uws, {
+          host: config.bindAddress,
+          port: config.securePort,
+          tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile! } : undefined,
+          onRequest: (ex) => handler.handleClient(ex),
+          onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
+        });
+        listeners.push(l);
+        clientPort = l.port;
+      } catch (e) {
+        // This uWS build binds without SO_REUSEADDR: after a restart, connections it closed itself
+        // sit in TIME_WAIT for up to 60 s and block the port. node:http (libuv) can bind: keep serving.
+        log.error('uWebSockets.js could not listen; serving clients with the node front end', e, { port: config.securePort });
+        frontend = 'node';
+      }
+    }
+  }
+  if (frontend === 'node') {
+    const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
+    listeners.push(l);
+    clientPort = l.port;
+  }
+  metrics.buildInfo.set({ version: pkg.version, node_version: process.version, frontend }, 1);
+
+  let peerPort = 0;
+  if (proxyEnabled) {
+    const cert = read(config.peerTLSCertFile ?? config.tlsCertFile);
+    const key = read(config.peerTLSPrivateKeyFile ?? config.tlsPrivateKeyFile);
+    const clientCA = read(config.requestheaderClientCAFile);
+    if (!cert || !key || !clientCA) {
+      throw new ConfigError('the peer listener needs a serving certificate (--peer-tls-cert-file/--peer-tls-private-key-file or --tls-cert-file/--tls-private-key-file) and --requestheader-client-ca-file');
+    }
+    const l = await listenPeer({
+      host: config.peerBindAddress,
+      port: config.peerPort,
+      cert,
+      key,
+      clientCA,
+      allowedNames: config.requestheaderAllowedNames,
+      onRequest: (ex) => handler.handlePeer(ex),
+      onRejected: (ex, why) => {
+        log.info(2, 'peer request rejected', { remote: ex.remoteAddress, reason: why });
+        writeStatus(ex, 'MVP_ERR_PEER_UNAUTHORIZED');
+      },
+    });
+    listeners.push(l);
+    peerPort = l.port;
+  }
+
+  const ops = await listenOps({ address: config.metricsBindAddress, metrics, ready: () => routes.current.synced });
+  listeners.push(ops);
+
+  // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.
+  const first = sync.start().catch((e) => log.error('discovery start failed', e));
+  void first;
+
+  log.info(2, 'mvproxy started', { serverID: config.serverID, frontend, clientPort: clientPort!, peerPort, metricsPort: ops.port, proxyEnabled });
+
+  return {
+    config,
+    clientPort: clientPort!,
+    peerPort,
+    metricsPort: ops.port,
+    frontend,
+    routes,
+    sync,
+    metrics,
+    setStaticPeers(peers) {
+      staticPeers = peers;
+      return sync.refresh();
+    },
+    async close() {
+      sync.stop();
+      for (const l of listeners) l.close();
+      await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);
+    },
+  };
+}

@@ -1,0 +1,134 @@
+// A mixed-version control plane on 127.0.0.1: one simulated kube-apiserver per member (sharing
+// one object store, as real apiservers share etcd), an mvproxy beside each, mutual TLS between
+// the proxies from a throwaway PKI. Used by the embedded demo, the integration tests and bench/.
+
+import { join } from 'node:path';
+import { startSimApiserver, ObjectStore, type SimApiserver } from '../sim';
+import { startDaemon, type Daemon } from '../daemon';
+import { createClusterPKI, type ClusterPKI } from '../pki/bundle';
+import { DEFAULTS, type DaemonConfig, type Frontend } from '../config/types';
+import type { Logger } from '../observability/log';
+import { silentLogger } from '../observability/log';
+import { Metrics } from '../observability/metrics';
+
+export interface MemberSpec {
+  name: string;
+  kubernetesVersion: 'v1.33' | 'v1.37';
+  runtimeConfig?: string[];
+}
+
+export interface Member {
+  readonly spec: MemberSpec;
+  sim: SimApiserver;
+  daemon: Daemon;
+  /** Plain-HTTP client listener of this member's mvproxy. */
+  readonly url: string;
+  readonly metricsUrl: string;
+  readonly peerAddress: string;
+}
+
+export interface PlaneOptions {
+  dir: string;
+  frontend: Frontend;
+  members: MemberSpec[];
+  /** Consecutive ports from here (client, peer, metrics per member), or 0 for ephemeral ports. */
+  basePort?: number;
+  log?: Logger;
+  /** Per-member config overrides (e.g. short refresh intervals in tests). */
+  configure?(c: DaemonConfig, member: MemberSpec): void;
+}
+
+export interface Plane {
+  readonly pki: ClusterPKI;
+  readonly store: ObjectStore;
+  readonly members: Member[];
+  member(name: string): Member;
+  /** Stops a member's mvproxy (its apiserver keeps running). */
+  stopProxy(name: string): Promise<void>;
+  /** Starts a stopped member's mvproxy again on the same ports. */
+  startProxy(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startPlane(o: PlaneOptions): Promise<Plane> {
+  const pki = await createClusterPKI(o.dir);
+  const store = new ObjectStore();
+  const members: Member[] = [];
+  const configs = new Map<string, DaemonConfig>();
+  const base = o.basePort ?? 0;
+  const port = (i: number, k: number) => (base ? base + i * 3 + k : 0);
+
+  for (const [i, spec] of o.members.entries()) {
+    const sim = await startSimApiserver({ name: spec.name, kubernetesVersion: spec.kubernetesVersion, runtimeConfig: spec.runtimeConfig, store });
+    const certs = await pki.node(spec.name);
+    const config: DaemonConfig = {
+      ...DEFAULTS,
+      serverID: `mvproxy-${spec.name}`,
+      frontend: o.frontend,
+      bindAddress: '127.0.0.1',
+      securePort: port(i, 0),
+      peerBindAddress: '127.0.0.1',
+      peerPort: port(i, 1),
+      metricsBindAddress: `127.0.0.1:${port(i, 2)}`,
+      tlsCertFile: undefined,
+      tlsPrivateKeyFile: undefined,
+      peerTLSCertFile: certs.servingCert,
+      peerTLSPrivateKeyFile: certs.servingKey,
+      localAPIServer: sim.url,
+      proxyClientCertFile: certs.proxyClientCert,
+      proxyClientKeyFile: certs.proxyClientKey,
+      peerCAFile: pki.clusterCAFile,
+      requestheaderClientCAFile: pki.frontProxyCAFile,
+      requestheaderAllowedNames: ['front-proxy-client'],
+      staticPeers: [],
+      featureGates: { UnknownVersionInteroperabilityProxy: true },
+    };
+    o.configure?.(config, spec);
+    configs.set(spec.name, config);
+    const daemon = await startDaemon(config, { log: o.log ?? silentLogger, metrics: new Metrics() });
+    // Fixed ports from now on, so a restarted proxy comes back where its peers expect it.
+    config.securePort = daemon.clientPort;
+    config.peerPort = daemon.peerPort;
+    config.metricsBindAddress = `127.0.0.1:${daemon.metricsPort}`;
+    members.push({
+      spec,
+      sim,
+      daemon,
+      url: `http://127.0.0.1:${daemon.clientPort}`,
+      metricsUrl: `http://127.0.0.1:${daemon.metricsPort}/metrics`,
+      peerAddress: `127.0.0.1:${daemon.peerPort}`,
+    });
+  }
+  const peersOf = (m: Member) => members.filter((x) => x !== m).map((x) => ({ id: x.daemon.config.serverID, address: x.peerAddress }));
+  await Promise.all(members.map((m) => m.daemon.setStaticPeers(peersOf(m))));
+
+  const byName = (name: string) => {
+    const m = members.find((x) => x.spec.name === name);
+    if (!m) throw new Error(`no member ${name}`);
+    return m;
+  };
+  return {
+    pki,
+    store,
+    members,
+    member: byName,
+    async stopProxy(name) {
+      await byName(name).daemon.close();
+    },
+    async startProxy(name) {
+      const m = byName(name);
+      const config = configs.get(name)!;
+      config.staticPeers = peersOf(m);
+      m.daemon = await startDaemon(config, { log: o.log ?? silentLogger, metrics: new Metrics() });
+      await m.daemon.sync.refresh();
+    },
+    async close() {
+      await Promise.all(members.map((m) => m.daemon.close().catch(() => undefined)));
+      await Promise.all(members.map((m) => m.sim.close().catch(() => undefined)));
+    },
+  };
+}
+
+export function planeDir(root: string, name = 'pki'): string {
+  return join(root, name);
+}

@@ -1,0 +1,167 @@
+// The discovery pipeline (never on the request path): fetch the local view and each peer's view,
+// keep a failing peer's last good view for a grace period, then publish a new route table.
+// Kubernetes fetches peers only on lease events and its local view every 30 min (spec §4.3–4.4);
+// mvproxy refreshes every --discovery-refresh-interval (30 s default) with If-None-Match, so a
+// peer that changes its API set is seen within one interval, and an unchanged one costs a 304.
+
+import type { Dispatcher } from 'undici';
+import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
+import { RouteTable, type PeerDiscovery } from '../routing/routetable';
+import type { RouteTableHolder } from '../routing/holder';
+import type { PeerPools } from '../upstream/pools';
+import type { Metrics } from '../observability/metrics';
+import type { Logger } from '../observability/log';
+
+export interface PeerEndpoint {
+  /** Server ID (Kubernetes: the identity lease name). */
+  readonly id: string;
+  /** host:port of the peer's peer listener. */
+  readonly address: string;
+}
+
+export interface DiscoverySyncOptions {
+  local: Dispatcher;
+  peerPools: PeerPools;
+  routes: RouteTableHolder;
+  /** Current peers; re-read on every refresh (static list now, leases later). */
+  peers(): readonly PeerEndpoint[];
+  excludedGroupVersions?(): ReadonlySet<string>;
+  refreshIntervalMs: number;
+  /** How long a peer whose fetch fails keeps its last good view before it leaves routing. */
+  peerGraceMs: number;
+  fetchTimeoutMs: number;
+  metrics: Metrics;
+  log: Logger;
+  now?: () => number;
+}
+
+interface ServerView {
+  api?: FetchedDocument;
+  apis?: FetchedDocument;
+  /** When both documents were last fetched successfully (ms). */
+  lastGood: number;
+  up: boolean;
+  address: string;
+}
+
+export class DiscoverySync {
+  private local: ServerView | undefined;
+  private readonly peerViews = new Map<string, ServerView>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly now: () => number;
+
+  constructor(private readonly o: DiscoverySyncOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Runs the first refresh and schedules the next ones. Resolves after the first publish. */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** The local view's raw documents (null until fetched once). */
+  get localView(): { api?: FetchedDocument; apis?: FetchedDocument } | undefined {
+    return this.local;
+  }
+
+  /** Refreshes now; concurrent calls coalesce into one extra run. */
+  refresh(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        await this.refreshOnce();
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      void this.refresh().finally(() => this.schedule());
+    }, this.o.refreshIntervalMs);
+    this.timer.unref();
+  }
+
+  private async refreshOnce(): Promise<void> {
+    const peers = this.o.peers();
+    const [local] = await Promise.all([
+      this.fetchView(undefined, this.local, this.o.local, false),
+      ...peers.map(async (p) => {
+        const prev = this.peerViews.get(p.id);
+        const view = await this.fetchView(p, prev && prev.address === p.address ? prev : undefined, this.o.peerPools.get(p.address), true);
+        if (view) this.peerViews.set(p.id, view);
+      }),
+    ]);
+    if (local) this.local = local;
+    const live = new Set(peers.map((p) => p.id));
+    for (const id of this.peerViews.keys()) {
+      if (!live.has(id)) {
+        this.peerViews.delete(id);
+        this.o.metrics.peersUp.remove({ peer: id });
+      }
+    }
+    this.o.peerPools.retain(peers.map((p) => p.address));
+    this.publish();
+  }
+
+  /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
+  private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean): Promise<ServerView | undefined> {
+    try {
+      const [api, apis] = await Promise.all([
+        fetchDiscoveryDocument(upstream, '/api', { peerHop, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs }),
+        fetchDiscoveryDocument(upstream, '/apis', { peerHop, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs }),
+      ]);
+      if (peer) {
+        if (!prev?.up) this.o.log.info(2, 'peer discovery fetched', { peer: peer.id, address: peer.address });
+        this.o.metrics.peersUp.set({ peer: peer.id }, 1);
+        if (peerHop) this.o.metrics.reroutedRequests.inc({ code: '200', group: '', version: '', resource: '' }, 2);
+      }
+      return { api, apis, lastGood: this.now(), up: true, address: peer?.address ?? '' };
+    } catch (e) {
+      const err = e as Error;
+      if (peer) {
+        this.o.metrics.peerDiscoverySyncErrors.inc({ type: 'fetch_discovery' });
+        this.o.metrics.peersUp.set({ peer: peer.id }, 0);
+        if (prev?.up !== false) this.o.log.info(2, 'peer discovery failed', { peer: peer.id, address: peer.address, err: err.message });
+        if (!prev) return { lastGood: -Infinity, up: false, address: peer.address };
+        return { ...prev, up: false };
+      }
+      this.o.log.error('local discovery failed', err);
+      return prev;
+    }
+  }
+
+  private publish(): void {
+    const now = this.now();
+    const peers = new Map<string, PeerDiscovery>();
+    for (const [id, v] of this.peerViews) {
+      if (!v.apis && !v.api) continue;
+      if (!v.up && now - v.lastGood > this.o.peerGraceMs) continue; // past the grace period: out of routing
+      peers.set(id, { address: v.address, groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
+    }
+    const table = RouteTable.build({
+      synced: this.local !== undefined,
+      local: { groups: [...(this.local?.api?.list.items ?? []), ...(this.local?.apis?.list.items ?? [])] },
+      peers,
+      excludedGroupVersions: this.o.excludedGroupVersions?.(),
+    });
+    this.o.metrics.routeTableGVRs.set(table.size);
+    this.o.routes.publish(table);
+  }
+}

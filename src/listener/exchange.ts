@@ -1,0 +1,44 @@
+// The contract between a front end (uWebSockets.js or node:http/https) and the proxy core.
+// No uWS or node:http type crosses it: the core reads a request's few fields and writes a
+// response through ClientResponse, whatever carries the bytes.
+
+import type { Readable } from 'node:stream';
+import type { ResponseHead } from '../upstream/headers';
+
+export interface ClientResponse {
+  /**
+   * Status and headers. `flushNow` asks for them to reach the client before any body byte
+   * (a watch with no event yet must still see its 200 at once, as kube-apiserver sends it).
+   */
+  writeHead(status: number, head: ResponseHead, flushNow: boolean): void;
+  /** Writes a body chunk. false = the client is slow: stop until onDrain fires. */
+  write(chunk: Buffer): boolean;
+  /** Ends the response normally. */
+  end(): void;
+  /** Cuts the client connection: the upstream failed mid-body, so a clean end would be a lie (spec §2.4). */
+  destroy(): void;
+  /** Set by the core while it waits for write() to be possible again. */
+  onDrain: (() => void) | null;
+  readonly headersSent: boolean;
+}
+
+export interface Exchange {
+  /** Method as sent, e.g. GET. */
+  readonly method: string;
+  /** Raw path of the request target, still percent-encoded. */
+  readonly path: string;
+  /** Raw query without '?', or ''. */
+  readonly query: string;
+  /** Request headers, flat [name, value, ...], names lowercased, wire order, duplicates kept. */
+  readonly headers: readonly string[];
+  /** First value of x-kubernetes-peer-proxied, if sent. */
+  readonly peerProxied: string | undefined;
+  readonly remoteAddress: string;
+  /** The request body as a stream, or null when the request has none. */
+  readonly body: Readable | null;
+  readonly res: ClientResponse;
+  /** Set by the core; the front end calls it once if the client goes away before the response ended. */
+  onClientClose: (() => void) | null;
+  /** True once the client went away. */
+  readonly clientClosed: boolean;
+}

@@ -1,0 +1,99 @@
+// Client listener (node front end) and peer listener, both on node:http/https.
+//
+// The peer listener is always node:https with requestCert: a peer must present a client
+// certificate that verifies against --requestheader-client-ca-file (else the TLS handshake fails)
+// and whose CN is in --requestheader-allowed-names, an empty list allowing any CN from that CA
+// (else 401 Status), exactly as kube-apiserver's request-header authenticator (spec §2.5).
+
+import http from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { Exchange } from './exchange';
+import { NodeExchange } from './node-http';
+import type { RunningListener } from './uws';
+
+export interface NodeListenerOptions {
+  host: string;
+  port: number;
+  tls?: { cert: Buffer; key: string | Buffer; ca?: Buffer };
+  onRequest(ex: Exchange): void;
+  /** HTTP Upgrade (exec/attach/port-forward over WebSocket or SPDY); absent = refused with a Status. */
+  onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
+}
+
+/** Long-lived keep-alive like kube-apiserver's clients expect; 16 KiB of headers fits bearer JWTs plus Impersonate-*. */
+const SERVER_OPTIONS: http.ServerOptions = { keepAliveTimeout: 30_000, maxHeaderSize: 16 * 1024, requestTimeout: 0, headersTimeout: 60_000 };
+
+export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener> {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => o.onRequest(new NodeExchange(req, res));
+  const server = o.tls ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(SERVER_OPTIONS, handler);
+  if (o.onUpgrade) server.on('upgrade', o.onUpgrade);
+  return start(server, o.host, o.port);
+}
+
+export interface PeerListenerOptions {
+  host: string;
+  port: number;
+  /** Serving certificate and key: peers check it against their --peer-ca-file as kubernetes.default.svc. */
+  cert: Buffer;
+  key: Buffer;
+  /** --requestheader-client-ca-file: the CA peers' proxy client certificates must chain to. */
+  clientCA: Buffer;
+  /** --requestheader-allowed-names; empty = any CN signed by clientCA. */
+  allowedNames: readonly string[];
+  onRequest(ex: Exchange): void;
+  onRejected(ex: Exchange, why: string): void;
+}
+
+export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
+  const allowed = new Set(o.allowedNames);
+  const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
+  const server = https.createServer(
+    { ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      const sock = req.socket as TLSSocket;
+      let why = verdicts.get(sock);
+      if (why === undefined) {
+        why = peerVerdict(sock, allowed);
+        verdicts.set(sock, why);
+      }
+      const ex = new NodeExchange(req, res);
+      if (why === null) o.onRequest(ex);
+      else o.onRejected(ex, why);
+    },
+  );
+  // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3).
+  server.on('upgrade', (_req, socket: Socket) => socket.destroy());
+  return start(server, o.host, o.port);
+}
+
+function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {
+  if (!sock.authorized) return `client certificate not verified: ${String(sock.authorizationError)}`;
+  if (allowed.size === 0) return null;
+  const cn = sock.getPeerCertificate().subject?.CN;
+  const names = Array.isArray(cn) ? cn : cn ? [cn] : [];
+  return names.some((n) => allowed.has(n)) ? null : `client certificate CN ${JSON.stringify(names.join(','))} is not in --requestheader-allowed-names`;
+}
+
+export interface NodeRunningListener extends RunningListener {
+  readonly server: http.Server;
+}
+
+function start(server: http.Server, host: string, port: number): Promise<NodeRunningListener> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      resolve({
+        server,
+        port: typeof addr === 'object' && addr ? addr.port : port,
+        close: () => {
+          server.close();
+          server.closeAllConnections();
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,264 @@
+// The uWebSockets.js front end (uwebsockets@3.0.6, the build that loads on Node 20 here:
+// stack.md §2), the default client listener. Rules from stack.md §3 and the uWS docs:
+// - HttpRequest lives only during the synchronous handler: everything is read before returning;
+// - onAborted is registered before any async work; onData chunks are copied (uWS neuters them);
+// - writes outside the handler are corked, and status + headers go out with the first body chunk
+//   (one syscall; +10–12 % GET throughput measured in a prototype, stack.md "Measured later");
+// - uWS holds status and headers until the first body byte, so a JSON watch with no event yet gets
+//   one space (JSON decoders skip whitespace between values) to make its 200 reach the client now.
+
+import { STATUS_CODES } from 'node:http';
+import net from 'node:net';
+import { Readable } from 'node:stream';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
+import type { ClientResponse, Exchange } from './exchange';
+import type { ResponseHead } from '../upstream/headers';
+
+type UWS = typeof import('uwebsockets');
+
+/** Loads the native module, or returns the reason it cannot load (the caller falls back to node:http). */
+export function loadUWS(): { uws: UWS } | { error: Error } {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return { uws: require('uwebsockets') as UWS };
+  } catch (e) {
+    return { error: e as Error };
+  }
+}
+
+const statusLines = new Map<number, string>();
+function statusLine(code: number): string {
+  let s = statusLines.get(code);
+  if (s === undefined) {
+    s = `${code} ${STATUS_CODES[code] ?? 'Unknown'}`;
+    statusLines.set(code, s);
+  }
+  return s;
+}
+
+const WATCH_KEEPALIVE_BYTE = Buffer.from(' ');
+
+export class UwsResponse implements ClientResponse {
+  onDrain: (() => void) | null = null;
+  aborted = false;
+  private status = 0;
+  private head: ResponseHead | null = null;
+  private headWritten = false;
+  private done = false;
+  /** tryEnd bookkeeping when the body length is known. */
+  private pending: Buffer | null = null;
+  private pendingOffset = 0;
+
+  constructor(private readonly res: HttpResponse) {
+    res.onWritable((offset) => this.writable(offset));
+  }
+
+  get headersSent(): boolean {
+    return this.head !== null;
+  }
+
+  writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
+    this.status = status;
+    this.head = head;
+    if (flushNow && head.contentLength < 0 && !this.aborted) {
+      if (head.contentType.startsWith('application/json')) {
+        this.res.cork(() => {
+          this.writeHeadNow();
+          this.res.write(WATCH_KEEPALIVE_BYTE);
+        });
+      }
+      // Other long-running media types (protobuf watch, log text) cannot take a filler byte; their
+      // headers go out with the first chunk. Documented limitation of this uWS build.
+    }
+  }
+
+  private writeHeadNow(): void {
+    if (this.headWritten) return;
+    this.headWritten = true;
+    const res = this.res;
+    res.writeStatus(statusLine(this.status));
+    const h = this.head!.headers;
+    for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i], h[i + 1]);
+  }
+
+  write(chunk: Buffer): boolean {
+    if (this.aborted || this.done) return true;
+    let ok = true;
+    const total = this.head!.contentLength;
+    this.res.cork(() => {
+      this.writeHeadNow();
+      if (total >= 0) {
+        const before = this.res.getWriteOffset();
+        const [sent, finished] = this.res.tryEnd(chunk, total);
+        if (finished) this.done = true;
+        else if (!sent) {
+          // Not all of it went out: keep the rest for onWritable, which reports the new offset.
+          this.pending = chunk;
+          this.pendingOffset = before;
+          ok = false;
+        }
+      } else {
+        ok = this.res.write(chunk);
+      }
+    });
+    return ok;
+  }
+
+  private writable(offset: number): boolean {
+    if (this.aborted) return true;
+    if (this.pending) {
+      const rest = this.pending.subarray(offset - this.pendingOffset);
+      const [sent, finished] = this.res.tryEnd(rest, this.head!.contentLength);
+      if (finished) this.done = true;
+      if (!sent && !finished) return false;
+      this.pending = null;
+    }
+    const d = this.onDrain;
+    if (d) {
+      this.onDrain = null;
+      d();
+    }
+    return true;
+  }
+
+  end(): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    const head = this.head!;
+    this.res.cork(() => {
+      if (!this.headWritten) {
+        this.writeHeadNow();
+        if (head.contentLength > 0) this.res.endWithoutBody(head.contentLength); // HEAD: length of the body not sent
+        else if (head.contentLength === 0 || this.status === 204 || this.status === 304) this.res.endWithoutBody(0);
+        else this.res.end();
+      } else {
+        this.res.end();
+      }
+    });
+  }
+
+  destroy(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.res.close();
+  }
+}
+
+class UwsExchange implements Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: string[] = [];
+  peerProxied: string | undefined;
+  readonly remoteAddress: string;
+  body: Readable | null = null;
+  readonly res: UwsResponse;
+  onClientClose: (() => void) | null = null;
+  clientClosed = false;
+  upgrade = false;
+
+  constructor(res: HttpResponse, req: HttpRequest) {
+    this.method = req.getCaseSensitiveMethod();
+    this.path = req.getUrl();
+    this.query = req.getQuery() ?? '';
+    const headers = this.headers;
+    let hasBody = false;
+    req.forEach((k, v) => {
+      headers.push(k, v);
+      if (k === 'x-kubernetes-peer-proxied') {
+        if (this.peerProxied === undefined) this.peerProxied = v;
+      } else if ((k === 'content-length' && v !== '0') || k === 'transfer-encoding') hasBody = true;
+      else if (k === 'upgrade') this.upgrade = true;
+    });
+    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+    this.res = new UwsResponse(res);
+    res.onAborted(() => {
+      this.res.aborted = true;
+      this.clientClosed = true;
+      if (this.body && !this.body.readableEnded) this.body.destroy(new Error('client aborted the request'));
+      const cb = this.onClientClose;
+      this.onClientClose = null;
+      if (cb) cb();
+    });
+    if (hasBody) this.body = bodyStream(res);
+  }
+}
+
+/** The request body as a Readable with backpressure: uWS pauses reading while undici is behind. */
+function bodyStream(res: HttpResponse): Readable {
+  let paused = false;
+  const r = new Readable({
+    highWaterMark: 64 * 1024,
+    read() {
+      if (paused) {
+        paused = false;
+        res.resume();
+      }
+    },
+  });
+  res.onData((ab, isLast) => {
+    if (ab.byteLength > 0) {
+      const copy = Buffer.allocUnsafe(ab.byteLength);
+      copy.set(new Uint8Array(ab));
+      if (!r.push(copy) && !isLast && !paused) {
+        paused = true;
+        res.pause();
+      }
+    }
+    if (isLast) r.push(null);
+  });
+  return r;
+}
+
+export interface UwsListenerOptions {
+  host: string;
+  port: number;
+  tls?: { certFile: string; keyFile: string };
+  onRequest(ex: Exchange): void;
+  /** Called for requests asking for a protocol upgrade, which this front end does not carry. */
+  onUpgradeRefused(ex: Exchange): void;
+}
+
+export interface RunningListener {
+  readonly port: number;
+  close(): void;
+}
+
+/**
+ * uSockets sets SO_REUSEADDR only when an explicit port is given (bsd_create_listen_socket); with
+ * port 0 the accepted sockets lack it, and connections this server closed block a restart on the
+ * same port for the 60 s of TIME_WAIT (measured). So an ephemeral port is picked by node first.
+ */
+async function explicitPort(host: string, port: number): Promise<number> {
+  if (port !== 0) return port;
+  const srv = net.createServer();
+  await new Promise<void>((resolve, reject) => srv.once('error', reject).listen(0, host, resolve));
+  const p = (srv.address() as net.AddressInfo).port;
+  await new Promise((resolve) => srv.close(resolve));
+  return p;
+}
+
+export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<RunningListener> {
+  const port = await explicitPort(o.host, o.port);
+  const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
+  app.any('/*', (res, req) => {
+    const ex = new UwsExchange(res, req);
+    if (ex.upgrade) o.onUpgradeRefused(ex);
+    else o.onRequest(ex);
+  });
+  return new Promise((resolve, reject) => {
+    app.listen(o.host, port, (sock: us_listen_socket | false) => {
+      if (!sock) {
+        reject(Object.assign(new Error(`uWebSockets.js could not listen on ${o.host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
+        return;
+      }
+      resolve({
+        port: uws.us_socket_local_port(sock),
+        close: () => {
+          uws.us_listen_socket_close(sock);
+          app.close();
+        },
+      });
+    });
+  });
+}

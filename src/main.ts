@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// mvproxy entry point: flags → config → daemon → signals. `mvproxy demo` runs the embedded
+// mixed-version control plane (two simulated kube-apiservers, an mvproxy beside each).
+
+import { Command, CommanderError } from 'commander';
+import { configFromFlags, daemonFlags } from './cli/flags';
+import { FlagError } from './cli/featuregate';
+import { ConfigError, startDaemon } from './daemon';
+import pkg from '../package.json';
+
+/** Configuration errors exit 2 with nothing started (kube components' convention). */
+const EXIT_CONFIG = 2;
+
+function fail(msg: string): never {
+  process.stderr.write(`Error: ${msg}\n`);
+  process.exit(EXIT_CONFIG);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = new Command('mvproxy')
+    .description('Kubernetes Mixed Version Proxy and peer-aggregated discovery, as a node-local daemon beside kube-apiserver')
+    .version(pkg.version, '--version')
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  daemonFlags(program).action(async (opts: Record<string, unknown>) => {
+    let config;
+    try {
+      config = configFromFlags(opts);
+    } catch (e) {
+      if (e instanceof FlagError) fail(e.message);
+      throw e;
+    }
+    let daemon;
+    try {
+      daemon = await startDaemon(config);
+    } catch (e) {
+      if (e instanceof ConfigError || (e as { code?: string }).code === 'ENOENT') fail((e as Error).message);
+      throw e;
+    }
+    const stop = () => {
+      void daemon.close().then(() => process.exit(0));
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  program
+    .command('demo')
+    .description('run a whole mixed-version control plane on 127.0.0.1: two simulated kube-apiservers (v1.33, v1.37), an mvproxy beside each, mTLS between them')
+    .option('--base-port <port>', 'first of the ports to use (0 = any free ports)', '0')
+    .option('--frontend <name>', 'client front end of the demo proxies: uws or node', 'uws')
+    .action(async (opts: { basePort: string; frontend: string }) => {
+      // Loaded only for the demo: it pulls in the simulator and the throwaway PKI.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { runDemo } = require('./demo/demo') as typeof import('./demo/demo');
+      await runDemo({ basePort: Number(opts.basePort), frontend: opts.frontend === 'node' ? 'node' : 'uws' });
+    });
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.exitCode === 0) process.exit(0);
+      process.exit(EXIT_CONFIG);
+    }
+    throw e;
+  }
+}
+
+main(process.argv).catch((e) => {
+  process.stderr.write(`mvproxy: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

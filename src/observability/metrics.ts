@@ -1,0 +1,68 @@
+// All of mvproxy's metrics, in one registry. Names and labels of the in-tree feature are mirrored
+// exactly (spec §6; kubernetes/apiserver pkg/util/peerproxy/metrics/metrics.go and
+// pkg/endpoints/discovery/aggregated/metrics.go) so dashboards and alerts written for
+// kube-apiserver work unchanged; mvproxy_* metrics add the design card's latency view.
+// HELP starts with [ALPHA] as component-base does.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** kube-apiserver's request latency buckets (pkg/endpoints/metrics requestLatencies), seconds. */
+export const KUBE_LATENCY_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+
+/** Error types of apiserver_peer_proxy_errors_total (Kubernetes ProxyErrorEndpointResolution, ProxyErrorTransport). */
+export const PROXY_ERROR_ENDPOINT_RESOLUTION = 'endpoint_resolution';
+export const PROXY_ERROR_TRANSPORT = 'proxy_transport';
+
+export type Route = 'local' | 'peer' | 'discovery';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly reroutedRequests: Counter<'code' | 'group' | 'version' | 'resource'>;
+  readonly peerProxyErrors: Counter<'type' | 'group' | 'version' | 'resource'>;
+  readonly peerDiscoverySyncErrors: Counter<'type'>;
+  readonly peerAggregatedCacheHits: Counter;
+  readonly peerAggregatedCacheMisses: Counter;
+  readonly nopeerRequests: Counter;
+  readonly requestDuration: Histogram<'route' | 'verb' | 'code'>;
+  readonly upstreamConnectErrors: Counter<'route'>;
+  readonly peersUp: Gauge<'peer'>;
+  readonly routeTableGVRs: Gauge;
+  readonly buildInfo: Gauge<'version' | 'node_version' | 'frontend'>;
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.reroutedRequests = new Counter({
+      name: 'apiserver_rerouted_request_total',
+      help: '[ALPHA] Total number of requests that were proxied to a peer kube apiserver because the local apiserver was not capable of serving it. If all three of group, version and resource are empty, the request is a discovery request.',
+      labelNames: ['code', 'group', 'version', 'resource'],
+      registers,
+    });
+    this.peerProxyErrors = new Counter({
+      name: 'apiserver_peer_proxy_errors_total',
+      help: '[ALPHA] Total number of errors encountered while proxying requests to a peer kube apiserver',
+      labelNames: ['type', 'group', 'version', 'resource'],
+      registers,
+    });
+    this.peerDiscoverySyncErrors = new Counter({
+      name: 'apiserver_peer_discovery_sync_errors_total',
+      help: '[ALPHA] Total number of errors encountered while syncing discovery information from peer kube-apiservers',
+      labelNames: ['type'],
+      registers,
+    });
+    this.peerAggregatedCacheHits = new Counter({ name: 'aggregator_discovery_peer_aggregated_cache_hits_total', help: '[ALPHA] Counter of number of times discovery was served from peer-aggregated cache', registers });
+    this.peerAggregatedCacheMisses = new Counter({ name: 'aggregator_discovery_peer_aggregated_cache_misses_total', help: '[ALPHA] Counter of number of times discovery was aggregated across all API servers', registers });
+    this.nopeerRequests = new Counter({ name: 'aggregator_discovery_nopeer_requests_total', help: '[ALPHA] Counter of number of times no-peer discovery was served', registers });
+    this.requestDuration = new Histogram({
+      name: 'mvproxy_request_duration_seconds',
+      help: '[ALPHA] Time from receiving a request to the end of its response, by route (local: this node\'s apiserver; peer: proxied to a peer; discovery: answered by mvproxy). Long-running requests (watch, exec, logs...) are not observed.',
+      labelNames: ['route', 'verb', 'code'],
+      buckets: KUBE_LATENCY_BUCKETS,
+      registers,
+    });
+    this.upstreamConnectErrors = new Counter({ name: 'mvproxy_upstream_errors_total', help: '[ALPHA] Requests whose upstream failed before answering, by route', labelNames: ['route'], registers });
+    this.peersUp = new Gauge({ name: 'mvproxy_peer_up', help: '[ALPHA] 1 when the peer answered its last discovery fetch or probe, else 0', labelNames: ['peer'], registers });
+    this.routeTableGVRs = new Gauge({ name: 'mvproxy_route_table_gvrs', help: '[ALPHA] Distinct group/version/resources in the published route table', registers });
+    this.buildInfo = new Gauge({ name: 'mvproxy_build_info', help: '[ALPHA] A metric with a constant value of 1 labelled by the build and the front end in use', labelNames: ['version', 'node_version', 'frontend'], registers });
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+  }
+}

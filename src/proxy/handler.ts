@@ -1,0 +1,169 @@
+// The request path: parse → decide → forward. Reads only the published route table; the only
+// await-like step is the upstream I/O itself (spec §2; Kubernetes peerproxy_handler.go).
+//
+//   client listener → handleClient(): RequestInfo, decide(), then local apiserver or a peer
+//   peer listener   → handlePeer():   always the local apiserver (one hop, never proxied again)
+
+import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
+import type { Exchange } from '../listener/exchange';
+import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
+import { isLongRunning } from '../request/longrunning';
+import { decide } from '../routing/decide';
+import { DECISION_PROXY_DISABLED } from '../routing/decision';
+import type { RouteTableHolder } from '../routing/holder';
+import { forward, isFailoverSafe } from '../upstream/forward';
+import { forwardRequestHeaders } from '../upstream/headers';
+import type { PeerPools } from '../upstream/pools';
+import { ERRORS, type ErrorCode } from '../upstream/errors';
+import { statusBody, STATUS_CONTENT_TYPE } from '../respond/status';
+import { type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION, PROXY_ERROR_TRANSPORT } from '../observability/metrics';
+import type { Logger } from '../observability/log';
+
+export interface ProxyHandlerOptions {
+  local: Dispatcher;
+  peers: PeerPools;
+  routes: RouteTableHolder;
+  /** Feature gate UnknownVersionInteroperabilityProxy on and --peer-ca-file given; else a transparent proxy. */
+  proxyEnabled: boolean;
+  requestTimeoutMs: number;
+  metrics: Metrics;
+  log: Logger;
+  /** Picks the first peer to try among n candidates; random by default (in-tree: rand.Intn). */
+  pickStart?: (n: number) => number;
+}
+
+export class ProxyHandler {
+  private readonly pickStart: (n: number) => number;
+  constructor(private readonly o: ProxyHandlerOptions) {
+    this.pickStart = o.pickStart ?? ((n) => (n === 1 ? 0 : Math.floor(Math.random() * n)));
+  }
+
+  /** A request from a client: the Mixed Version Proxy decision. */
+  handleClient(ex: Exchange): void {
+    const start = performance.now();
+    const info = newRequestInfo(ex.method, ex.path, ex.query);
+    const d = this.o.proxyEnabled ? decide(info, ex.peerProxied, this.o.routes.current) : DECISION_PROXY_DISABLED;
+    const ri = info instanceof Error ? undefined : info;
+    switch (d.kind) {
+      case 'local':
+      case 'notFound':
+        this.toLocal(ex, ri, start, false);
+        return;
+      case 'unavailable':
+        // Known in the cluster but no serving peer has an address: 503, never a misleading 404.
+        this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_ENDPOINT_RESOLUTION, group: ri!.apiGroup, version: ri!.apiVersion, resource: ri!.resource });
+        this.o.metrics.reroutedRequests.inc({ code: '503', group: ri!.apiGroup, version: ri!.apiVersion, resource: ri!.resource });
+        this.fail(ex, 'MVP_ERR_PEER_NO_ENDPOINT', 'peer', ri, start);
+        return;
+      case 'peer':
+        this.toPeer(ex, ri!, d.peers, this.pickStart(d.peers.length), 0, start);
+        return;
+    }
+  }
+
+  /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
+  handlePeer(ex: Exchange): void {
+    const info = newRequestInfo(ex.method, ex.path, ex.query);
+    this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
+  }
+
+  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean): void {
+    const longRunning = ri !== undefined && isLongRunning(ri);
+    forward(ex, this.o.local, {
+      // From the peer listener the source's x-kubernetes-peer-proxied: true passes on unchanged, so
+      // the local apiserver (if it runs the in-tree filter too) also serves it locally.
+      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false }),
+      longRunning,
+      requestTimeoutMs: this.o.requestTimeoutMs,
+      onDone: (status) => {
+        if (!longRunning) this.observe('local', ri, status, start);
+      },
+      onFailedBeforeResponse: (err) => {
+        this.o.metrics.upstreamConnectErrors.inc({ route: 'local' });
+        this.o.log.info(2, 'local apiserver request failed', { err: errText(err), path: ex.path, fromPeer });
+        this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_LOCAL_UNAVAILABLE', 'local', ri, start);
+      },
+    });
+  }
+
+  /** Tries the candidates from index `first`, failing over to the next on a connect failure. */
+  private toPeer(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number): void {
+    const table = this.o.routes.current;
+    const id = peers[(first + tried) % peers.length];
+    const address = table.peerAddresses.get(id);
+    const longRunning = isLongRunning(ri);
+    const gvr = { group: ri.apiGroup, version: ri.apiVersion, resource: ri.resource };
+    if (address === undefined) {
+      // The peer left between decide() and now (a newer table was published): next one.
+      this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
+      return;
+    }
+    forward(ex, this.o.peers.get(address), {
+      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true }),
+      longRunning,
+      requestTimeoutMs: this.o.requestTimeoutMs,
+      onDone: (status) => {
+        this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
+        if (!longRunning) this.observe('peer', ri, status, start);
+      },
+      onFailedBeforeResponse: (err, bodyTouched) => {
+        this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
+        this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
+        const timeout = timeoutCode(err);
+        if (timeout === undefined && isFailoverSafe(err, ex.method, bodyTouched)) {
+          this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
+          return;
+        }
+        this.o.metrics.reroutedRequests.inc({ code: String(ERRORS[timeout ?? 'MVP_ERR_PEER_UNAVAILABLE'].status), ...gvr });
+        this.fail(ex, timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+      },
+    });
+  }
+
+  private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: { group: string; version: string; resource: string }): void {
+    if (tried + 1 < peers.length && !ex.clientClosed) {
+      this.toPeer(ex, ri, peers, first, tried + 1, start);
+      return;
+    }
+    this.o.metrics.reroutedRequests.inc({ code: '503', ...gvr });
+    this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+  }
+
+  private observe(route: Route, ri: RequestInfo | undefined, status: number, start: number): void {
+    this.o.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, (performance.now() - start) / 1000);
+  }
+
+  /** Answers with the error's metav1.Status (the only place an error response is written). */
+  fail(ex: Exchange, code: ErrorCode, route: Route, ri: RequestInfo | undefined, start: number): void {
+    if (ex.clientClosed) return;
+    const spec = ERRORS[code];
+    writeStatus(ex, code);
+    if (ri === undefined || !isLongRunning(ri)) this.observe(route, ri, spec.status, start);
+  }
+}
+
+/** Writes one of mvproxy's own errors as a metav1.Status. */
+export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
+  const spec: (typeof ERRORS)[ErrorCode] = ERRORS[code];
+  const retryAfter = 'retryAfter' in spec ? spec.retryAfter : undefined;
+  const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
+  const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
+  if (retryAfter) headers.push('retry-after', String(retryAfter));
+  ex.res.writeHead(spec.status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
+  ex.res.write(body);
+  ex.res.end();
+}
+
+function timeoutCode(err: Error & { code?: string }): ErrorCode | undefined {
+  return err.code === 'UND_ERR_HEADERS_TIMEOUT' ? 'MVP_ERR_UPSTREAM_TIMEOUT' : undefined;
+}
+
+function errText(err: Error & { code?: string }): string {
+  return err.code ? `${err.code}: ${err.message}` : err.message;
+}
+
+/** 2xx/3xx/4xx/5xx: bounded label values whatever the upstream sends. */
+function codeClass(status: number): string {
+  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : status >= 200 ? '2xx' : '0';
+}

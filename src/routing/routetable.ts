@@ -1,0 +1,169 @@
+// The route table: an immutable snapshot of which server serves each group/version/resource (GVR).
+//
+// Built off the request path from aggregated discovery documents (one per server), read on the
+// request path by decide(). Shape: group → version → resource → RouteEntry, three nested Maps keyed
+// by the URL's own segments, so a lookup is three hash probes and never builds a key string
+// (a trie over the path segments /apis/<group>/<version>/<resource>). Kubernetes keeps the same
+// facts in two caches (local_discovery.go, peer_discovery.go); merging them once here means one
+// lookup per request instead of one per peer.
+
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../discovery/types';
+import { type Decision, DECISION_SERVED_LOCALLY, DECISION_UNAVAILABLE, peerDecision } from './decision';
+
+/** What the cluster knows about one GVR. Frozen; shared by every request that reads it. */
+export interface RouteEntry {
+  /** The local apiserver serves it (Kubernetes: shouldServeLocally). */
+  readonly servedLocally: boolean;
+  /** Peer server IDs that serve it and have an address, sorted (Kubernetes: serviceableBy + resolveServingLocation). */
+  readonly peers: readonly string[];
+  /** Peers serve it, but some have no usable address (counted, they can never be dialled). */
+  readonly unresolvedPeers: readonly string[];
+  /** What decide() answers for this GVR once every earlier check passed; built once, so decide() allocates nothing. */
+  readonly decision: Decision;
+}
+
+/** One server's discovery: `/api` (core group "") and `/apis`, aggregated v2 items. */
+export interface ServerDiscovery {
+  readonly groups: readonly APIGroupDiscovery[];
+}
+
+export interface PeerDiscovery extends ServerDiscovery {
+  /** host:port the peer listener is reached on; empty when the peer advertises none. */
+  readonly address: string;
+}
+
+export interface RouteTableInput {
+  readonly local: ServerDiscovery;
+  /** Peers by server ID (never includes this server). */
+  readonly peers: ReadonlyMap<string, PeerDiscovery>;
+  /**
+   * Group/versions ("group/version", core "v1" as "/v1") never routed to peers: CRDs and
+   * aggregated APIServices of this cluster (spec §4.5). Peers share our etcd, so their view of
+   * these is at best the same and at worst stale.
+   */
+  readonly excludedGroupVersions?: ReadonlySet<string>;
+  /** False until the first local discovery is in: decide() then serves everything locally (spec §2 step 4). */
+  readonly synced: boolean;
+}
+
+type ResourceMap = Map<string, RouteEntry>;
+type VersionMap = Map<string, ResourceMap>;
+
+export class RouteTable {
+  readonly synced: boolean;
+  /** Number of distinct GVRs known anywhere in the cluster. */
+  readonly size: number;
+  private readonly groups: Map<string, VersionMap>;
+  /** Peer addresses by server ID, from the same input (one place for the fact). */
+  readonly peerAddresses: ReadonlyMap<string, string>;
+
+  private constructor(groups: Map<string, VersionMap>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>) {
+    this.groups = groups;
+    this.synced = synced;
+    this.size = size;
+    this.peerAddresses = peerAddresses;
+    Object.freeze(this);
+  }
+
+  /** The GVR's entry, or undefined when no server in the cluster serves it. O(1) in the number of GVRs. */
+  lookup(group: string, version: string, resource: string): RouteEntry | undefined {
+    return this.groups.get(group)?.get(version)?.get(resource);
+  }
+
+  /** An empty, unsynced table: everything is served locally until discovery arrives. */
+  static empty(): RouteTable {
+    return new RouteTable(new Map(), false, 0, new Map());
+  }
+
+  static build(input: RouteTableInput): RouteTable {
+    const excluded = input.excludedGroupVersions ?? EMPTY_SET;
+    // Collect first into mutable sets, then freeze into entries, so every entry is built once.
+    const acc = new Map<string, Map<string, Map<string, { local: boolean; peers: string[]; unresolved: string[] }>>>();
+    const slot = (g: string, v: string, r: string) => {
+      let vm = acc.get(g);
+      if (!vm) acc.set(g, (vm = new Map()));
+      let rm = vm.get(v);
+      if (!rm) vm.set(v, (rm = new Map()));
+      let e = rm.get(r);
+      if (!e) rm.set(r, (e = { local: false, peers: [], unresolved: [] }));
+      return e;
+    };
+    forEachServedGVR(input.local.groups, (g, v, r) => {
+      slot(g, v, r).local = true;
+    });
+    const peerAddresses = new Map<string, string>();
+    const peerIDs = [...input.peers.keys()].sort();
+    for (const id of peerIDs) {
+      const peer = input.peers.get(id)!;
+      const resolvable = isHostPort(peer.address);
+      if (resolvable) peerAddresses.set(id, peer.address);
+      forEachServedGVR(peer.groups, (g, v, r) => {
+        if (excluded.has(g + '/' + v)) return;
+        const e = slot(g, v, r);
+        const list = resolvable ? e.peers : e.unresolved;
+        if (list[list.length - 1] !== id) list.push(id); // a peer listing a GVR twice counts once
+      });
+    }
+    const groups = new Map<string, VersionMap>();
+    let size = 0;
+    for (const [g, vm] of acc) {
+      const versions: VersionMap = new Map();
+      for (const [v, rm] of vm) {
+        const resources: ResourceMap = new Map();
+        for (const [r, e] of rm) {
+          const peers = Object.freeze(e.peers);
+          const decision = e.local ? DECISION_SERVED_LOCALLY : peers.length > 0 ? peerDecision(peers) : DECISION_UNAVAILABLE;
+          resources.set(r, Object.freeze({ servedLocally: e.local, peers, unresolvedPeers: Object.freeze(e.unresolved), decision }));
+          size++;
+        }
+        versions.set(v, resources);
+      }
+      groups.set(g, versions);
+    }
+    return new RouteTable(groups, input.synced, size, peerAddresses);
+  }
+}
+
+const EMPTY_SET: ReadonlySet<string> = new Set();
+
+/**
+ * Calls fn for every GVR a document says its server serves. Versions marked `freshness: Stale`
+ * are skipped: client-go treats a stale GV as failed, so Kubernetes' local cache never holds it
+ * (spec §4.3), and a stale peer GV would be routed to a server that cannot answer for it.
+ * Subresources are not keys: routing ignores them (spec §2 step 5).
+ */
+export function forEachServedGVR(groups: readonly APIGroupDiscovery[], fn: (group: string, version: string, resource: string) => void): void {
+  for (const group of groups) {
+    const g = group.metadata?.name ?? '';
+    for (const version of group.versions ?? []) {
+      if (version.freshness === 'Stale') continue;
+      for (const res of version.resources ?? []) fn(g, version.version, res.resource);
+    }
+  }
+}
+
+/** Kubernetes checks a peer address with net.SplitHostPort (spec §2 step 8): host:port or [v6]:port. */
+export function isHostPort(address: string): boolean {
+  if (!address) return false;
+  if (address.charCodeAt(0) === 0x5b /* [ */) {
+    const close = address.indexOf(']');
+    return close > 1 && address.charCodeAt(close + 1) === 0x3a /* : */ && isPort(address.slice(close + 2));
+  }
+  const colon = address.lastIndexOf(':');
+  if (colon <= 0 || address.indexOf(':') !== colon) return false; // bare IPv6 needs brackets
+  return isPort(address.slice(colon + 1));
+}
+
+function isPort(s: string): boolean {
+  if (s.length === 0 || s.length > 5) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return Number(s) <= 65535;
+}
+
+/** The groups of an `/api` plus an `/apis` aggregated document, as one server's discovery. */
+export function serverDiscoveryOf(api: APIGroupDiscoveryList | undefined, apis: APIGroupDiscoveryList | undefined): ServerDiscovery {
+  return { groups: [...(api?.items ?? []), ...(apis?.items ?? [])] };
+}

@@ -1,0 +1,34 @@
+// mvproxy's own failures: one stable code each (like undici's UND_ERR_* and fastify's FST_ERR_*),
+// with the HTTP status and metav1.Status reason a client gets. One table, so the code that
+// detects a failure never chooses a status by itself. Codes appear in logs and Status messages.
+
+import type { StatusReason } from '../respond/status';
+
+export interface ErrorSpec {
+  readonly status: number;
+  readonly reason: StatusReason;
+  /** Seconds a client should wait before retrying (Retry-After and details.retryAfterSeconds), if any. */
+  readonly retryAfter?: number;
+  readonly message: string;
+}
+
+export const ERRORS = {
+  /** Peers serve the GVR, but none has a usable address (spec §2 step 8; Kubernetes: endpoint_resolution). */
+  MVP_ERR_PEER_NO_ENDPOINT: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'error getting ip and port info of the remote server while proxying' },
+  /** Every peer that serves the GVR failed to connect or complete TLS (Kubernetes: proxy_transport). */
+  MVP_ERR_PEER_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'no peer apiserver that serves this resource could be reached' },
+  /** The local kube-apiserver did not accept a connection or failed before answering. */
+  MVP_ERR_LOCAL_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the local kube-apiserver could not be reached' },
+  /** The upstream did not send response headers within --request-timeout. */
+  MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout' },
+  /** The client listener's front end cannot carry this protocol upgrade. */
+  MVP_ERR_UPGRADE_UNSUPPORTED: { status: 400, reason: 'BadRequest', message: 'protocol upgrades (exec, attach, port-forward) are not carried by the uWebSockets.js front end; run with --frontend=node' },
+  /** A peer listener request without a verified client certificate, or with a CN not in --requestheader-allowed-names. */
+  MVP_ERR_PEER_UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'the peer listener requires a client certificate from the request-header CA with an allowed common name' },
+  /** The request target could not be read (invalid percent-encoding, absolute or asterisk form). */
+  MVP_ERR_BAD_REQUEST_TARGET: { status: 400, reason: 'BadRequest', message: 'the request target is not a valid path' },
+  /** The daemon is shutting down and no longer accepts new requests. */
+  MVP_ERR_SHUTTING_DOWN: { status: 429, reason: 'TooManyRequests', retryAfter: 1, message: 'the proxy is shutting down, please try again' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;

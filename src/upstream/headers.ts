@@ -1,0 +1,119 @@
+// Request and response header rules of the proxy hop (spec §2.2, §2.3).
+//
+// Request: hop-by-hop headers are dropped (Go's httputil.ReverseProxy list plus any named in
+// `Connection`), `Host` is set by the upstream client from the target origin, X-Forwarded-For is
+// appended, front-proxy identity headers (X-Remote-*) from a client are never trusted, and
+// x-kubernetes-peer-proxied is *set* (not added, unlike in-tree) on the peer hop so that a client's
+// `false` cannot survive next to our `true` and cause a second hop (spec §2.2, §9).
+// Authorization and Impersonate-* pass through unchanged: the apiserver authenticates and
+// authorizes them.
+
+import { PeerProxiedHeader } from '../routing/decide';
+
+/** Lowercased hop-by-hop header names (Go net/http/httputil hopHeaders, RFC 7230 §6.1). */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+export interface ForwardHeaderOptions {
+  /** The client's address, appended to X-Forwarded-For. */
+  remoteAddress: string;
+  /** Set x-kubernetes-peer-proxied: true (the peer hop). Otherwise any client value passes through to the local apiserver, as in-tree. */
+  peerHop: boolean;
+  /** Keep Connection/Upgrade (a protocol upgrade is being tunnelled). */
+  upgrade?: boolean;
+}
+
+/**
+ * Builds the upstream request's headers from the client's, as a flat [name, value, ...] list.
+ * @param incoming flat list, names lowercased, wire order, duplicates kept
+ */
+export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHeaderOptions): string[] {
+  const out: string[] = [];
+  let connectionTokens: string | undefined;
+  let xff: string | undefined;
+  for (let i = 0; i < incoming.length; i += 2) {
+    const name = incoming[i];
+    if (name === 'connection') connectionTokens = connectionTokens ? connectionTokens + ',' + incoming[i + 1] : incoming[i + 1];
+  }
+  const named = connectionTokens ? connectionHeaderNames(connectionTokens) : undefined;
+  for (let i = 0; i < incoming.length; i += 2) {
+    const name = incoming[i];
+    const value = incoming[i + 1];
+    if (name === 'host') continue;
+    if (HOP_BY_HOP.has(name)) {
+      if (o.upgrade && (name === 'connection' || name === 'upgrade')) out.push(name, value);
+      continue;
+    }
+    if (named !== undefined && named.has(name)) continue;
+    if (isRemoteIdentityHeader(name)) continue;
+    if (name === 'x-forwarded-for') {
+      xff = xff === undefined ? value : xff + ', ' + value;
+      continue;
+    }
+    if (o.peerHop && name === PeerProxiedHeader) continue;
+    out.push(name, value);
+  }
+  out.push('x-forwarded-for', xff === undefined ? o.remoteAddress : xff + ', ' + o.remoteAddress);
+  if (o.peerHop) out.push(PeerProxiedHeader, 'true');
+  return out;
+}
+
+/** X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-*: kube-apiserver's default front-proxy header names (spec §2.5). */
+export function isRemoteIdentityHeader(lowerName: string): boolean {
+  return lowerName.length >= 9 && lowerName.startsWith('x-remote-');
+}
+
+function connectionHeaderNames(tokens: string): Set<string> {
+  const s = new Set<string>();
+  for (const t of tokens.split(',')) {
+    const n = t.trim().toLowerCase();
+    if (n && n !== 'close' && n !== 'keep-alive' && n !== 'upgrade') s.add(n);
+  }
+  return s;
+}
+
+/**
+ * Response headers from the upstream (raw Buffers from undici) to pass back to the client:
+ * hop-by-hop headers dropped, and Content-Length reported separately because each front end
+ * writes it itself from the body it sends (writing it twice would corrupt the response).
+ */
+export interface ResponseHead {
+  /** flat [name, value, ...]; names as the upstream sent them */
+  headers: string[];
+  /** -1 when the upstream sent no Content-Length (chunked or close-delimited) */
+  contentLength: number;
+  contentType: string;
+}
+
+export function responseHeadFrom(raw: readonly (Buffer | string)[]): ResponseHead {
+  const headers: string[] = [];
+  let contentLength = -1;
+  let contentType = '';
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i].toString('latin1').toLowerCase();
+    if (lower === 'connection') named = connectionHeaderNames(raw[i + 1].toString('latin1'));
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toString('latin1');
+    const lower = name.toLowerCase();
+    const value = raw[i + 1].toString('latin1');
+    if (lower === 'content-length') {
+      contentLength = Number(value);
+      continue;
+    }
+    if (HOP_BY_HOP.has(lower) || (named !== undefined && named.has(lower))) continue;
+    if (lower === 'content-type') contentType = value;
+    headers.push(name, value);
+  }
+  return { headers, contentLength, contentType };
+}

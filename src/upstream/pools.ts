@@ -1,0 +1,78 @@
+// Keep-alive connection pools (undici) to the local kube-apiserver and to each peer's peer
+// listener. Peer connections use mutual TLS: our --proxy-client-cert-file/--proxy-client-key-file
+// as the client certificate, the peer's serving certificate checked against --peer-ca-file with
+// server name kubernetes.default.svc whatever address is dialled (spec §2.3, BuildPeerProxy).
+
+import { Pool } from 'undici';
+
+/** The server name Kubernetes checks a peer's serving certificate against (pkg/controlplane/apiserver/peer.go). */
+export const PEER_SERVER_NAME = 'kubernetes.default.svc';
+
+export interface TLSFiles {
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  servername?: string;
+}
+
+export interface PoolOptions {
+  /** Connect timeout in ms; a dead upstream is reported as 503 within it. */
+  connectTimeoutMs: number;
+  tls?: TLSFiles;
+}
+
+/**
+ * No connection cap: every watch holds one connection for its whole life, and a cap would queue a
+ * request behind watches that never end. Idle sockets close after 30 s (the apiserver's own
+ * keep-alive is longer, so we close first and never race its close).
+ */
+export function createPool(origin: string, o: PoolOptions): Pool {
+  return new Pool(origin, {
+    connections: null,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+    connect: {
+      timeout: o.connectTimeoutMs,
+      ...(o.tls ? { ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, servername: o.tls.servername, rejectUnauthorized: true } : {}),
+    },
+  });
+}
+
+/** Pools to peers by address, created on first use and closed when their address leaves the snapshot. */
+export class PeerPools {
+  private readonly pools = new Map<string, Pool>();
+  constructor(private readonly o: PoolOptions) {}
+
+  get(address: string): Pool {
+    let p = this.pools.get(address);
+    if (!p) {
+      p = createPool('https://' + address, this.o);
+      this.pools.set(address, p);
+    }
+    return p;
+  }
+
+  /** Closes pools for addresses no longer in use (gracefully: in-flight requests finish). */
+  retain(addresses: Iterable<string>): void {
+    const keep = new Set(addresses);
+    for (const [addr, p] of this.pools) {
+      if (!keep.has(addr)) {
+        this.pools.delete(addr);
+        void p.close().catch(() => undefined);
+      }
+    }
+  }
+
+  /** Replaces the TLS material (certificate rotation): new pools are made on next use, old ones drain. */
+  setTLS(tls: TLSFiles): void {
+    this.o.tls = tls;
+    this.retain([]);
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
+  }
+}

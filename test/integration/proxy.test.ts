@@ -1,0 +1,191 @@
+// The proxy data path (issue 3): two simulated apiservers of different versions (v1.33 "old",
+// v1.37 "new"), an mvproxy beside each with mTLS between them, on both front ends.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Agent, request } from 'undici';
+import { createCA } from '../../src/pki/throwaway';
+import { twoVersionPlane, call, identity, AUTH, OLD, NEW } from '../support/plane';
+import type { Plane } from '../../src/demo/topology';
+
+// Peer-only GVRs in the fixture pair (fixtures/kubernetes-discovery/SOURCE.md):
+const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads'; // v1.37 only, namespaced
+const OLD_ONLY = '/apis/networking.k8s.io/v1beta1/servicecidrs'; // v1.33 only, cluster-scoped
+
+for (const frontend of ['uws', 'node'] as const) {
+  describe(`proxy data path (${frontend} front end)`, () => {
+    let plane: Plane & { tmp: string };
+    before(async () => {
+      plane = await twoVersionPlane(frontend);
+    });
+    after(async () => {
+      await plane?.close();
+    });
+
+    test('CREATE, GET and LIST of a resource only the new version serves work through the old member, as the client', async () => {
+      const old = plane.member(OLD);
+      const created = await call(old.url, NEW_ONLY, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'application/json' },
+        body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: `w-${frontend}` }, spec: {} }),
+      });
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.headers['x-sim-server'], NEW, 'served by the new apiserver');
+      const id = identity(created);
+      assert.deepEqual(id.peerProxied, ['true']);
+      assert.equal(id.authorization, AUTH.authorization);
+
+      const got = await call(old.url, `${NEW_ONLY}/w-${frontend}`, { headers: AUTH });
+      assert.equal(got.status, 200, got.text);
+      assert.equal(got.json().metadata.name, `w-${frontend}`);
+      assert.equal(got.headers['x-sim-server'], NEW);
+
+      const list = await call(old.url, NEW_ONLY, { headers: AUTH });
+      assert.equal(list.status, 200);
+      assert.ok(list.json().items.some((o: { metadata: { name: string } }) => o.metadata.name === `w-${frontend}`));
+      assert.equal(list.headers['x-sim-server'], NEW);
+    });
+
+    test('a resource only the old version serves works through the new member', async () => {
+      const r = await call(plane.member(NEW).url, OLD_ONLY, { headers: AUTH });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.headers['x-sim-server'], OLD);
+      assert.deepEqual(identity(r).peerProxied, ['true']);
+    });
+
+    test('a GVR both versions serve never leaves its node', async () => {
+      for (const m of [OLD, NEW]) {
+        const before = plane.member(m === OLD ? NEW : OLD).sim.requests.length;
+        const r = await call(plane.member(m).url, '/api/v1/namespaces/default/configmaps', { headers: AUTH });
+        assert.equal(r.status, 200);
+        assert.equal(r.headers['x-sim-server'], m);
+        assert.deepEqual(identity(r).peerProxied, []);
+        assert.equal(plane.member(m === OLD ? NEW : OLD).sim.requests.length, before, 'the other apiserver saw nothing');
+      }
+    });
+
+    test('x-kubernetes-peer-proxied: true from a client means "serve locally": a peer-only GVR gets the local 404', async () => {
+      const r = await call(plane.member(OLD).url, NEW_ONLY, { headers: { ...AUTH, 'x-kubernetes-peer-proxied': 'true' } });
+      assert.equal(r.status, 404);
+      assert.equal(r.json().kind, 'Status');
+      assert.equal(r.headers['x-sim-server'], OLD);
+    });
+
+    test('a client-sent x-kubernetes-peer-proxied: false cannot sit next to our true on the peer hop', async () => {
+      const r = await call(plane.member(OLD).url, NEW_ONLY, { headers: { ...AUTH, 'x-kubernetes-peer-proxied': 'false' } });
+      assert.equal(r.status, 200);
+      assert.deepEqual(identity(r).peerProxied, ['true']);
+    });
+
+    test('client-supplied X-Remote-User and X-Remote-Group never reach an apiserver', async () => {
+      for (const path of [NEW_ONLY, '/api/v1/namespaces/default/configmaps']) {
+        const r = await call(plane.member(OLD).url, path, { headers: { ...AUTH, 'x-remote-user': 'system:admin', 'x-remote-group': 'system:masters', 'X-Remote-Extra-Scopes': 'all' } });
+        assert.equal(r.status, 200);
+        const id = identity(r);
+        assert.equal(id.remoteUser, null);
+        assert.deepEqual(id.remoteGroups, []);
+      }
+    });
+
+    test('X-Forwarded-For is appended', async () => {
+      const r = await call(plane.member(OLD).url, NEW_ONLY, { headers: { ...AUTH, 'x-forwarded-for': '10.0.0.7' } });
+      assert.match(identity(r).forwardedFor ?? '', /^10\.0\.0\.7, 127\.0\.0\.1(, 127\.0\.0\.1)?$/);
+    });
+
+    test('a WATCH through the peer route delivers events as they happen', async () => {
+      const old = plane.member(OLD);
+      const name = `watched-${frontend}`;
+      const res = await request(`${old.url}${NEW_ONLY}?watch=true`, { headers: AUTH, headersTimeout: 5000, bodyTimeout: 0 });
+      assert.equal(res.statusCode, 200, 'headers arrive before any event');
+      assert.equal(res.headers['x-sim-server'], NEW);
+      const seen: string[] = [];
+      let buf = '';
+      const done = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`watch saw ${JSON.stringify(seen)}`)), 5000);
+        res.body.on('data', (chunk: Buffer) => {
+          buf += chunk.toString();
+          let nl;
+          while ((nl = buf.indexOf('\n')) !== -1) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            const ev = JSON.parse(line);
+            if (ev.object?.metadata?.name === name) seen.push(ev.type);
+            if (seen.includes('ADDED') && seen.includes('DELETED')) {
+              clearTimeout(timer);
+              resolve();
+            }
+          }
+        });
+      });
+      // Create through the *new* member directly: the watch on the old member sees it via the peer.
+      const c = await call(plane.member(NEW).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name } }) });
+      assert.equal(c.status, 201);
+      const d = await call(plane.member(NEW).url, `${NEW_ONLY}/${name}`, { method: 'DELETE', headers: AUTH });
+      assert.equal(d.status, 200);
+      await done;
+      res.body.destroy();
+    });
+
+    test('mvproxy answers nothing itself for non-resource paths: /version and /apis come from the local apiserver', async () => {
+      const v = await call(plane.member(OLD).url, '/version');
+      assert.equal(v.status, 200);
+      assert.equal(v.headers['x-sim-server'], OLD);
+    });
+
+    test('the peer listener refuses a client certificate from another CA and a disallowed CN', async () => {
+      const old = plane.member(OLD);
+      const foreign = await createCA('foreign-ca');
+      const foreignClient = await foreign.issue({ commonName: 'front-proxy-client', usage: 'client' });
+      const wrongCN = await plane.pki.frontProxyCA.issue({ commonName: 'someone-else', usage: 'client' });
+      const base = `https://${old.peerAddress}`;
+      const tryWith = async (cert?: { cert: string; key: string }) => {
+        const agent = new Agent({ connect: { ca: plane.pki.clusterCA.cert, servername: 'kubernetes.default.svc', ...(cert ?? {}) } });
+        try {
+          const r = await request(`${base}/api/v1/namespaces/default/configmaps`, { dispatcher: agent, headersTimeout: 5000 });
+          return { status: r.statusCode, body: await r.body.text() };
+        } catch (e) {
+          return { error: (e as { code?: string }).code ?? String(e) };
+        } finally {
+          await agent.close();
+        }
+      };
+      const before = old.sim.requests.length;
+      const none = await tryWith();
+      assert.ok('error' in none || none.status === 401, `no certificate: ${JSON.stringify(none)}`);
+      const foreignR = await tryWith(foreignClient);
+      assert.ok('error' in foreignR, `foreign CA: ${JSON.stringify(foreignR)}`);
+      const cn = await tryWith(wrongCN);
+      assert.equal('status' in cn && cn.status, 401, JSON.stringify(cn));
+      assert.equal(JSON.parse((cn as { body: string }).body).reason, 'Unauthorized');
+      assert.equal(old.sim.requests.length, before, 'nothing reached the apiserver');
+    });
+
+    test('the peer killed: its GVRs get a 503 Status promptly, local GVRs are unaffected; it comes back', async () => {
+      await plane.stopProxy(NEW);
+      try {
+        const t0 = Date.now();
+        const r = await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH });
+        assert.equal(r.status, 503, r.text);
+        assert.ok(Date.now() - t0 < 3000, 'within the connect timeout');
+        const s = r.json();
+        assert.equal(s.kind, 'Status');
+        assert.equal(s.reason, 'ServiceUnavailable');
+        assert.ok(r.headers['retry-after']);
+        const local = await call(plane.member(OLD).url, '/api/v1/namespaces/default/configmaps', { headers: AUTH });
+        assert.equal(local.status, 200);
+      } finally {
+        await plane.startProxy(NEW);
+      }
+      const back = await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH });
+      assert.equal(back.status, 200);
+    });
+
+    test('metrics: the rerouted counter and the peer-route histogram count what happened', async () => {
+      const text = await (await request(plane.member(OLD).metricsUrl)).body.text();
+      assert.match(text, /apiserver_rerouted_request_total\{code="201",group="scheduling.k8s.io",version="v1beta1",resource="workloads"\} [1-9]/);
+      assert.match(text, /apiserver_rerouted_request_total\{code="503",group="scheduling.k8s.io",version="v1beta1",resource="workloads"\} [1-9]/);
+      assert.match(text, /mvproxy_request_duration_seconds_count\{route="peer",verb="get",code="2xx"\} [1-9]/);
+      assert.match(text, /mvproxy_request_duration_seconds_count\{route="local",verb="list",code="2xx"\} [1-9]/);
+    });
+  });
+}
