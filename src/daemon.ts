@@ -139,7 +139,7 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
   const first = sync.start().catch((e) => log.error('discovery start failed', e));
   void first;
 
-  log.info(2, 'mvproxy started', { serverID: config.serverID, frontend, clientPort: clientPort!, peerPort, metricsPort: ops.port, proxyEnabled });
+  log.info(0, 'mvproxy started', { serverID: config.serverID, frontend, clientPort: clientPort!, peerPort, metricsPort: ops.port, proxyEnabled });
 
   return {
     config,

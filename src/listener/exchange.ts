@@ -17,7 +17,7 @@ export interface ClientResponse {
   end(): void;
   /** Cuts the client connection: the upstream failed mid-body, so a clean end would be a lie (spec §2.4). */
   destroy(): void;
-  /** Set by the core while it waits for write() to be possible again. */
+  /** Set by the core; called each time write() may be called again after it returned false. */
   onDrain: (() => void) | null;
   readonly headersSent: boolean;
 }

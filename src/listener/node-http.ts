@@ -10,13 +10,7 @@ import type { ResponseHead } from '../upstream/headers';
 export class NodeResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
   constructor(private readonly res: ServerResponse) {
-    res.on('drain', () => {
-      const d = this.onDrain;
-      if (d) {
-        this.onDrain = null;
-        d();
-      }
-    });
+    res.on('drain', () => this.onDrain?.());
   }
 
   get headersSent(): boolean {

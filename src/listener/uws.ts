@@ -113,11 +113,7 @@ export class UwsResponse implements ClientResponse {
       if (!sent && !finished) return false;
       this.pending = null;
     }
-    const d = this.onDrain;
-    if (d) {
-      this.onDrain = null;
-      d();
-    }
+    this.onDrain?.();
     return true;
   }
 

@@ -218,8 +218,8 @@ function parseAccept(header: string): AcceptClause[] {
     }
 
     const clause: AcceptClause = { type, subType, q: 1, params: null };
-    // params: ';'-separated key=value with exactly one '='; key trimmed, value trimmed except for q,
-    // which goes to strconv.ParseFloat(value, 32) as is (an error gives 0).
+    // params: ';'-separated key=value, later keys overwrite earlier ones; key trimmed, value trimmed
+    // except for q, which goes to strconv.ParseFloat(value, 32) as is (an error gives 0).
     if (semi !== -1 && semi < part.length - 1) {
       const params = new Map<string, string>();
       let p = semi + 1;

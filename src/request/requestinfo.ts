@@ -287,15 +287,20 @@ function hexVal(c: number): number {
   return -1;
 }
 
-/** Whether s[start, end) is a valid escape sequence for url.unescape (every '%' has two hex digits). */
-function validEscapes(s: string, start: number, end: number): boolean {
+/** For url.unescape(s[start:end], encodeQueryComponent): -1 if it fails, 1 if it changes anything, else 0. */
+function valueEscapes(s: string, start: number, end: number): number {
+  let r = 0;
   for (let i = start; i < end; i++) {
-    if (s.charCodeAt(i) === PERCENT) {
-      if (i + 2 >= end || hexVal(s.charCodeAt(i + 1)) < 0 || hexVal(s.charCodeAt(i + 2)) < 0) return false;
+    const c = s.charCodeAt(i);
+    if (c === PERCENT) {
+      if (i + 2 >= end || hexVal(s.charCodeAt(i + 1)) < 0 || hexVal(s.charCodeAt(i + 2)) < 0) return -1;
+      r = 1;
       i += 2;
+    } else if (c === PLUS) {
+      r = 1;
     }
   }
-  return true;
+  return r;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
@@ -410,6 +415,7 @@ const NKEYS = 5;
 // First-value ranges into rawQuery, reused between calls (newRequestInfo is synchronous).
 const vStart = new Int32Array(NKEYS);
 const vEnd = new Int32Array(NKEYS);
+const vEscaped = new Uint8Array(NKEYS); // the value holds '%' or '+' and must be unescaped first
 
 function keyIndex(k: string): number {
   switch (k) {
@@ -492,58 +498,77 @@ function scanQuery(q: string): boolean {
     }
     if (k === -1 || vStart[k] !== -1) continue;
     // Go drops the pair when its value does not unescape; a later pair may then be the first value.
-    if (!validEscapes(q, valStart, end)) continue;
+    const flags = valueEscapes(q, valStart, end);
+    if (flags === -1) continue;
     vStart[k] = valStart;
     vEnd[k] = end;
+    vEscaped[k] = flags;
     found = true;
   }
   return found;
 }
 
-function queryValue(q: string, k: number): string | undefined {
+// The first value of a key as a range: valStr[valA, valB). In place in the query when it needs no
+// unescaping, so the usual list/watch queries allocate nothing here.
+let valStr = '';
+let valA = 0;
+let valB = 0;
+
+function queryValue(q: string, k: number): boolean {
   const a = vStart[k];
-  if (a === -1) return undefined;
-  return unescape(q, a, vEnd[k], true) ?? undefined;
+  if (a === -1) return false;
+  if (vEscaped[k] === 0) {
+    valStr = q;
+    valA = a;
+    valB = vEnd[k];
+  } else {
+    valStr = unescape(q, a, vEnd[k], true) ?? '';
+    valA = 0;
+    valB = valStr.length;
+  }
+  return true;
 }
 
 function listOrWatch(rawQuery: string): ListOrWatch {
   if (!scanQuery(rawQuery)) return LIST;
-  const watchValue = queryValue(rawQuery, K_WATCH);
-  if (
-    !int64OrAbsent(queryValue(rawQuery, K_LIMIT)) ||
-    !int64OrAbsent(queryValue(rawQuery, K_TIMEOUT)) ||
-    !validLabelSelector(queryValue(rawQuery, K_LABEL) ?? '')
-  ) {
-    return watchFallback(watchValue);
+  // DecodeParameters fails on the first value of limit or timeoutSeconds that is not an int64, and on
+  // a labelSelector labels.Parse rejects (fieldSelector below).
+  const decodeFailed =
+    (queryValue(rawQuery, K_LIMIT) && !isInt64(valStr, valA, valB)) ||
+    (queryValue(rawQuery, K_TIMEOUT) && !isInt64(valStr, valA, valB)) ||
+    (queryValue(rawQuery, K_LABEL) && !validLabelSelector(valStr, valA, valB));
+  let fieldName: string | undefined | null;
+  if (!decodeFailed) fieldName = queryValue(rawQuery, K_FIELD) ? parseFieldSelectorName(valStr.substring(valA, valB)) : undefined;
+  const hasWatch = queryValue(rawQuery, K_WATCH);
+  if (decodeFailed || fieldName === null) {
+    // the error branch of requestinfo.go: strings.ToLower(values[0]) in {"false", "0"} means list
+    return !hasWatch || isZero(valStr, valA, valB) || asciiLowerFalse(valStr, valA, valB) ? LIST : WATCH;
   }
-  const fieldName = parseFieldSelectorName(queryValue(rawQuery, K_FIELD) ?? '');
-  if (fieldName === null) return watchFallback(watchValue);
-  const watch = watchValue !== undefined && watchValue !== '0' && !equalFoldFalse(watchValue);
+  const watch = hasWatch && !isZero(valStr, valA, valB) && !equalFoldFalse(valStr, valA, valB);
   if (fieldName === undefined || !validPathSegmentName(fieldName)) return watch ? WATCH : LIST;
   return { watch, name: fieldName };
 }
 
-/** The error branch of requestinfo.go: strings.ToLower(values[0]) in {"false", "0"} means list. */
-function watchFallback(v: string | undefined): ListOrWatch {
-  if (v === undefined || v === '0' || asciiLowerEquals(v, 'false')) return LIST;
-  return WATCH;
+function isZero(s: string, a: number, b: number): boolean {
+  return b - a === 1 && s.charCodeAt(a) === 0x30;
 }
 
-function asciiLowerEquals(v: string, lower: string): boolean {
-  if (v.length !== lower.length) return false;
-  for (let i = 0; i < v.length; i++) {
-    let c = v.charCodeAt(i);
+/** strings.ToLower(v) == "false" (only ASCII letters lowercase to these). */
+function asciiLowerFalse(s: string, a: number, b: number): boolean {
+  if (b - a !== 5) return false;
+  for (let i = 0; i < 5; i++) {
+    let c = s.charCodeAt(a + i);
     if (c >= 0x41 && c <= 0x5a) c += 0x20;
-    if (c !== lower.charCodeAt(i)) return false;
+    if (c !== 'false'.charCodeAt(i)) return false;
   }
   return true;
 }
 
 /** strings.EqualFold(v, "false"): simple case folding, where 's' also matches U+017F (ſ). */
-function equalFoldFalse(v: string): boolean {
-  if (v.length !== 5) return false;
+function equalFoldFalse(s: string, a: number, b: number): boolean {
+  if (b - a !== 5) return false;
   for (let i = 0; i < 5; i++) {
-    let c = v.charCodeAt(i);
+    let c = s.charCodeAt(a + i);
     if (i === 3 && c === 0x17f) continue;
     if (c >= 0x41 && c <= 0x5a) c += 0x20;
     if (c !== 'false'.charCodeAt(i)) return false;
@@ -556,34 +581,34 @@ function validPathSegmentName(name: string): boolean {
   return name !== '.' && name !== '..' && name.indexOf('/') === -1 && name.indexOf('%') === -1;
 }
 
-/** An absent value converts without error; a present one must be strconv.ParseInt(v, 10, 64). */
-function int64OrAbsent(v: string | undefined): boolean {
-  return v === undefined || isInt64(v);
-}
-
 const INT64_MAX = '9223372036854775807';
 const INT64_MIN_ABS = '9223372036854775808';
 
-/** strconv.ParseInt(s, 10, 64) succeeds: optional sign, ASCII digits only, within int64. */
-function isInt64(s: string): boolean {
-  let i = 0;
+/** strconv.ParseInt(s[a:b], 10, 64) succeeds: optional sign, ASCII digits only, within int64. */
+function isInt64(s: string, a: number, b: number): boolean {
+  let i = a;
   let neg = false;
-  const c0 = s.charCodeAt(0);
-  if (c0 === 0x2b) i = 1;
-  else if (c0 === 0x2d) {
-    neg = true;
-    i = 1;
+  if (i < b) {
+    const c0 = s.charCodeAt(i);
+    if (c0 === 0x2b) i++;
+    else if (c0 === 0x2d) {
+      neg = true;
+      i++;
+    }
   }
-  if (i >= s.length) return false;
-  for (let j = i; j < s.length; j++) {
+  if (i >= b) return false;
+  for (let j = i; j < b; j++) {
     const c = s.charCodeAt(j);
     if (c < 0x30 || c > 0x39) return false;
   }
-  while (i < s.length - 1 && s.charCodeAt(i) === 0x30) i++;
-  const digits = s.length - i;
+  while (i < b - 1 && s.charCodeAt(i) === 0x30) i++;
   const limit = neg ? INT64_MIN_ABS : INT64_MAX;
-  if (digits !== limit.length) return digits < limit.length;
-  return s.substring(i) <= limit;
+  if (b - i !== limit.length) return b - i < limit.length;
+  for (let j = 0; j < limit.length; j++) {
+    const d = s.charCodeAt(i + j) - limit.charCodeAt(j);
+    if (d !== 0) return d < 0;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -701,29 +726,34 @@ const T_NEQ = 11;
 const T_NOTIN = 12;
 const T_OPENPAR = 13;
 
-function specialToken(s: string): number {
-  switch (s) {
-    case ')':
-      return T_CLOSEPAR;
-    case ',':
-      return T_COMMA;
-    case '!':
-      return T_NOT;
-    case '==':
-      return T_DEQ;
-    case '=':
-      return T_EQ;
-    case '>':
-      return T_GT;
-    case '<':
-      return T_LT;
-    case '!=':
-      return T_NEQ;
-    case '(':
-      return T_OPENPAR;
-    default:
-      return T_ERROR;
+/** The token for a run of special characters, as labels' string2token; T_ERROR when it is none. */
+function specialToken(s: string, a: number, b: number): number {
+  const c0 = s.charCodeAt(a);
+  if (b - a === 1) {
+    switch (c0) {
+      case 0x29:
+        return T_CLOSEPAR;
+      case 0x2c:
+        return T_COMMA;
+      case 0x21:
+        return T_NOT;
+      case 0x3d:
+        return T_EQ;
+      case 0x3e:
+        return T_GT;
+      case 0x3c:
+        return T_LT;
+      case 0x28:
+        return T_OPENPAR;
+      default:
+        return T_ERROR;
+    }
   }
+  if (b - a === 2 && s.charCodeAt(a + 1) === 0x3d) {
+    if (c0 === 0x3d) return T_DEQ;
+    if (c0 === 0x21) return T_NEQ;
+  }
+  return T_ERROR;
 }
 
 function isLabelWhitespace(c: number): boolean {
@@ -734,28 +764,47 @@ function isLabelSpecial(c: number): boolean {
   return c === 0x3d || c === 0x21 || c === 0x28 || c === 0x29 || c === 0x2c || c === 0x3e || c === 0x3c;
 }
 
-function lexLabelSelector(s: string, toks: number[], lits: string[]): void {
-  const len = s.length;
-  let pos = 0;
+// Token buffers reused between calls: kind and [start, end) of each literal in the selector.
+let tokKind = new Int32Array(32);
+let tokStart = new Int32Array(32);
+let tokEnd = new Int32Array(32);
+
+function pushToken(n: number, kind: number, a: number, b: number): number {
+  if (n === tokKind.length) {
+    const grow = (x: Int32Array) => {
+      const y = new Int32Array(x.length * 2);
+      y.set(x);
+      return y;
+    };
+    tokKind = grow(tokKind);
+    tokStart = grow(tokStart);
+    tokEnd = grow(tokEnd);
+  }
+  tokKind[n] = kind;
+  tokStart[n] = a;
+  tokEnd[n] = b;
+  return n + 1;
+}
+
+/** Lexer.Lex until EndOfStringToken; returns the token count (the last one is T_EOS). */
+function lexLabelSelector(s: string, from: number, len: number): number {
+  let pos = from;
+  let n = 0;
   for (;;) {
-    // Lex: skipWhiteSpaces(read()); read() gives 0 at the end, and for a NUL byte (after moving on)
+    // skipWhiteSpaces(read()); read() gives 0 at the end, and for a NUL byte (after moving on)
     let ch = 0;
     while (pos < len) {
       ch = s.charCodeAt(pos++);
       if (!isLabelWhitespace(ch)) break;
       ch = 0;
     }
-    if (ch === 0) {
-      toks.push(T_EOS);
-      lits.push('');
-      return;
-    }
+    if (ch === 0) return pushToken(n, T_EOS, pos, pos);
     pos--;
+    const start = pos;
     if (isLabelSpecial(ch)) {
       // scanSpecialSymbol: the longest run of special characters that is still a token
-      let buf = '';
       let tok = T_ERROR;
-      let lit = '';
+      let tokEndAt = start;
       while (pos < len) {
         const c = s.charCodeAt(pos);
         if (c === 0) {
@@ -763,21 +812,19 @@ function lexLabelSelector(s: string, toks: number[], lits: string[]): void {
           break;
         }
         if (!isLabelSpecial(c)) break;
-        buf += s[pos++];
-        const t = specialToken(buf);
+        pos++;
+        const t = specialToken(s, start, pos);
         if (t !== T_ERROR) {
           tok = t;
-          lit = buf;
+          tokEndAt = pos;
         } else if (tok !== T_ERROR) {
           pos--;
           break;
         }
       }
-      toks.push(tok);
-      lits.push(lit);
+      n = pushToken(n, tok, start, tokEndAt);
     } else {
       // scanIDOrKeyword: up to a special character, whitespace, NUL or the end
-      const start = pos;
       let end = len;
       while (pos < len) {
         const c = s.charCodeAt(pos);
@@ -791,93 +838,88 @@ function lexLabelSelector(s: string, toks: number[], lits: string[]): void {
         }
         pos++;
       }
-      const lit = s.substring(start, end);
-      toks.push(lit === 'in' ? T_IN : lit === 'notin' ? T_NOTIN : T_IDENT);
-      lits.push(lit);
+      const kind = isSeg(s, start, end, 'in') ? T_IN : isSeg(s, start, end, 'notin') ? T_NOTIN : T_IDENT;
+      n = pushToken(n, kind, start, end);
     }
   }
 }
 
-/** labels.Parse(sel) returns no error. */
-function validLabelSelector(sel: string): boolean {
-  if (sel.length === 0) return true;
-  const toks: number[] = [];
-  const lits: string[] = [];
-  lexLabelSelector(sel, toks, lits);
+let tokCount = 0;
+
+/** Parser.lookahead: the kind of token i; in the Values context "in" and "notin" are identifiers. */
+function kindAt(i: number, values: boolean): number {
+  const t = tokKind[i < tokCount ? i : tokCount - 1];
+  return values && (t === T_IN || t === T_NOTIN) ? T_IDENT : t;
+}
+
+/** labels.Parse(sel[from:to]) returns no error. */
+function validLabelSelector(sel: string, from: number, to: number): boolean {
+  if (from === to) return true;
+  tokCount = lexLabelSelector(sel, from, to);
   let p = 0;
-  // In the Values context "in" and "notin" are identifiers.
-  const look = (values: boolean): number => {
-    const t = toks[Math.min(p, toks.length - 1)];
-    return values && (t === T_IN || t === T_NOTIN) ? T_IDENT : t;
-  };
-  const consume = (values: boolean): number => {
-    const t = look(values);
-    p++;
-    return t;
-  };
   for (;;) {
-    const t = look(true);
+    const t = kindAt(p, true);
     if (t === T_EOS) return true;
     if (t !== T_IDENT && t !== T_NOT) return false;
     // parseRequirement → parseKeyAndInferOperator
-    let tok = consume(true);
-    let op: 'exists' | 'notexists' | '' = '';
-    if (tok === T_NOT) {
-      op = 'notexists';
-      tok = consume(true);
+    let notExists = false;
+    if (t === T_NOT) {
+      notExists = true;
+      p++;
     }
-    if (tok !== T_IDENT) return false;
-    const key = lits[p - 1];
-    if (!isQualifiedName(key)) return false;
-    const after = look(true);
-    if ((after === T_EOS || after === T_COMMA) && op !== 'notexists') op = 'exists';
-    if (op === '') {
+    if (kindAt(p, true) !== T_IDENT) return false;
+    if (!isQualifiedName(sel, tokStart[p], tokEnd[p])) return false;
+    p++;
+    const after = kindAt(p, true);
+    if (!notExists && after !== T_EOS && after !== T_COMMA) {
       // parseOperator (KeyAndOperator context), then the values
-      const opTok = consume(false);
-      if (opTok === T_IN || opTok === T_NOTIN) {
-        if (consume(true) !== T_OPENPAR) return false;
-        const first = look(true);
+      const op = kindAt(p++, false);
+      if (op === T_IN || op === T_NOTIN) {
+        if (kindAt(p++, true) !== T_OPENPAR) return false;
+        const first = kindAt(p, true);
         if (first === T_CLOSEPAR) {
           p++; // "()" is the set {""}
         } else if (first === T_IDENT || first === T_COMMA) {
           // parseIdentifiersList; "" is always a valid label value, identifiers are checked
           for (;;) {
-            const vt = consume(true);
+            const vt = kindAt(p++, true);
             if (vt === T_IDENT) {
-              if (!isValidLabelValue(lits[p - 1])) return false;
-              const nx = look(true);
+              if (!isValidLabelValue(sel, tokStart[p - 1], tokEnd[p - 1])) return false;
+              const nx = kindAt(p, true);
               if (nx === T_COMMA) continue;
               if (nx === T_CLOSEPAR) break;
               return false;
             }
             if (vt !== T_COMMA) return false;
-            const nx = look(true);
+            const nx = kindAt(p, true);
             if (nx === T_CLOSEPAR) break;
             if (nx === T_COMMA) p++;
           }
-          if (consume(true) !== T_CLOSEPAR) return false;
+          if (kindAt(p++, true) !== T_CLOSEPAR) return false;
         } else {
           return false;
         }
-      } else if (opTok === T_EQ || opTok === T_DEQ || opTok === T_NEQ || opTok === T_GT || opTok === T_LT) {
-        // parseExactValue
-        let value = '';
-        const nx = look(true);
+      } else if (op === T_EQ || op === T_DEQ || op === T_NEQ || op === T_GT || op === T_LT) {
+        // parseExactValue: end of string or ',' means the value ""
+        const nx = kindAt(p, true);
+        let a = from;
+        let b = from;
         if (nx !== T_EOS && nx !== T_COMMA) {
-          if (consume(true) !== T_IDENT) return false;
-          value = lits[p - 1];
+          if (kindAt(p++, true) !== T_IDENT) return false;
+          a = tokStart[p - 1];
+          b = tokEnd[p - 1];
         }
-        if ((opTok === T_GT || opTok === T_LT) && !isInt64(value)) return false;
-        if (!isValidLabelValue(value)) return false;
+        if ((op === T_GT || op === T_LT) && !isInt64(sel, a, b)) return false;
+        if (!isValidLabelValue(sel, a, b)) return false;
       } else {
         return false;
       }
     }
     // back in parse(): the requirement must be followed by end of string, or ',' and another one
-    const t2 = consume(true);
+    const t2 = kindAt(p++, true);
     if (t2 === T_EOS) return true;
     if (t2 !== T_COMMA) return false;
-    const t3 = look(true);
+    const t3 = kindAt(p, true);
     if (t3 !== T_IDENT && t3 !== T_NOT) return false;
   }
 }
@@ -896,20 +938,22 @@ function isQualifiedNamePart(s: string, a: number, b: number): boolean {
   return true;
 }
 
-function isQualifiedName(s: string): boolean {
-  const slash = s.indexOf('/');
-  let nameStart = 0;
-  if (slash !== -1) {
-    if (s.indexOf('/', slash + 1) !== -1) return false;
-    if (slash === 0 || slash > 253 || !isDNS1123Subdomain(s, 0, slash)) return false;
+/** validation.IsQualifiedName(s[a:b]): an optional DNS-1123 subdomain prefix and '/', then a name. */
+function isQualifiedName(s: string, a: number, b: number): boolean {
+  let nameStart = a;
+  const slash = s.indexOf('/', a);
+  if (slash !== -1 && slash < b) {
+    const again = s.indexOf('/', slash + 1);
+    if (again !== -1 && again < b) return false;
+    if (slash === a || slash - a > 253 || !isDNS1123Subdomain(s, a, slash)) return false;
     nameStart = slash + 1;
   }
-  const len = s.length - nameStart;
-  return len > 0 && len <= 63 && isQualifiedNamePart(s, nameStart, s.length);
+  return b - nameStart <= 63 && isQualifiedNamePart(s, nameStart, b);
 }
 
-function isValidLabelValue(v: string): boolean {
-  return v.length === 0 || (v.length <= 63 && isQualifiedNamePart(v, 0, v.length));
+/** validation.IsValidLabelValue(s[a:b]): empty, or a qualified-name part of at most 63 characters. */
+function isValidLabelValue(s: string, a: number, b: number): boolean {
+  return a === b || (b - a <= 63 && isQualifiedNamePart(s, a, b));
 }
 
 /** [a-z0-9]([-a-z0-9]*[a-z0-9])? labels joined by '.'. */

@@ -33,7 +33,7 @@ export interface SimState {
   readonly name: string;
   readonly catalog: Catalog;
   readonly store: ObjectStore;
-  docs: DiscoveryDocuments;
+  readonly docs: DiscoveryDocuments;
   readonly openapi: OpenApiDocuments;
   readonly versionBody: Buffer;
   readonly serveV2beta1: boolean;

@@ -21,8 +21,8 @@ export interface DiscoveryDocuments {
   readonly apiV2: AggregatedBody;
   readonly apisV2beta1: AggregatedBody;
   readonly apiV2beta1: AggregatedBody;
-  /** Legacy /api APIVersions. */
-  readonly legacyApi: Buffer;
+  /** Legacy /api APIVersions (set once the listen address is known, see `legacyApiBody`). */
+  legacyApi: Buffer;
   /** Legacy /apis APIGroupList. */
   readonly legacyApis: Buffer;
   /** '/apis/<group>' → APIGroup. */
@@ -88,7 +88,16 @@ function resourceList(v: VersionInfo): Buffer {
   return Buffer.from(JSON.stringify(doc));
 }
 
-/** `serverAddress` is the host:port the legacy /api document advertises. */
+/** Legacy /api APIVersions; `serverAddress` is the host:port it advertises. */
+export function legacyApiBody(serverAddress: string): Buffer {
+  return Buffer.from(JSON.stringify({
+    kind: 'APIVersions',
+    versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
+  }));
+}
+
+/** Every discovery document, built once at start. */
 export function buildDiscovery(c: Catalog, serverAddress: string): DiscoveryDocuments {
   const coreItem: APIGroupDiscovery = { metadata: {}, versions: [versionItem(c.core)] };
   const groupItems: APIGroupDiscovery[] = c.groups.map((g) => ({ metadata: { name: g.name }, versions: g.versions.map(versionItem) }));
@@ -117,11 +126,7 @@ export function buildDiscovery(c: Catalog, serverAddress: string): DiscoveryDocu
     apiV2,
     apisV2beta1: aggregated(groupItems, 'v2beta1', apisV2.etag),
     apiV2beta1: aggregated([coreItem], 'v2beta1', apiV2.etag),
-    legacyApi: Buffer.from(JSON.stringify({
-      kind: 'APIVersions',
-      versions: ['v1'],
-      serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
-    })),
+    legacyApi: legacyApiBody(serverAddress),
     legacyApis: Buffer.from(JSON.stringify({ kind: 'APIGroupList', apiVersion: 'v1', groups: groupDocs })),
     groups,
     resourceLists,

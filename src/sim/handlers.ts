@@ -46,7 +46,7 @@ export function resolveResource(ctx: Ctx, group: string, version: string, rest: 
   }
   const info = v.resources.get(parts[0]!);
   if (!info) return undefined;
-  if (namespacedPath && !info.namespaced) return undefined;
+  if (namespacedPath && (!info.namespaced || namespace === '')) return undefined;
   const name = parts[1];
   const subresource = parts[2];
   if (name !== undefined && info.namespaced && !namespacedPath) return undefined; // /api/v1/configmaps/foo
@@ -93,6 +93,8 @@ export function handleResource(ctx: Ctx, rr: ResourceRequest): void {
       return;
     }
     if (!rr.info.verbs.has(verb)) throw errors.methodNotAllowed();
+    // A namespaced resource outside /namespaces/<ns>/ only lists and watches across namespaces.
+    if (rr.info.namespaced && rr.namespace === '' && verb !== 'list' && verb !== 'watch') throw errors.methodNotAllowed();
     if (verb === 'create' && rr.name !== undefined) throw errors.methodNotAllowed();
     switch (verb) {
       case 'get': return doGet(ctx, rr);

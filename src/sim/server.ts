@@ -4,13 +4,14 @@ import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { buildCatalog, servedKeys, versionDoc, type SimKubernetesVersion } from './catalog';
 import { header, send, sendError, type Ctx, type RecordedRequest, type RequestIdentity, type SimState } from './context';
-import { buildDiscovery, type AggregatedBody } from './discovery';
+import { buildDiscovery, legacyApiBody, type AggregatedBody } from './discovery';
 import { handleResource, replyError, resolveResource } from './handlers';
 import { acceptsPlainJson, negotiateDiscovery } from './negotiate';
 import { buildOpenApi } from './openapi';
-import { errors, NOT_FOUND_BODY } from './status';
+import { errors, NOT_FOUND_BODY, statusBody } from './status';
 import { ObjectStore } from './store';
 
 export interface SimApiserverOptions {
@@ -53,6 +54,13 @@ export interface SimApiserver {
   close(): Promise<void>;
 }
 
+interface Intake {
+  url: string;
+  headers: Record<string, string | string[]>;
+  identity: RequestIdentity;
+  baseHeaders: string[];
+}
+
 const EMPTY_IDENTITY = '{"authorization":null,"remoteUser":null,"remoteGroups":[],"peerProxied":[],"forwardedFor":null}';
 const EMPTY_QUERY = new URLSearchParams();
 const MAX_BODY = 3 * 1024 * 1024;
@@ -88,7 +96,7 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
   };
   const nameHeader = headerSafe(o.name);
 
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+  const intake = (req: IncomingMessage): Intake => {
     const raw = req.rawHeaders;
     const headers: Record<string, string | string[]> = {};
     let authorization: string | null = null;
@@ -129,6 +137,12 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
       if (requests.length >= recordLimit) requests.splice(0, Math.max(1, recordLimit >> 4));
       requests.push({ method: req.method ?? 'GET', url, headers, remoteAddress: req.socket.remoteAddress, time: Date.now() });
     }
+    const baseHeaders = ['X-Sim-Server', nameHeader, 'X-Sim-Request-Identity', identityJson, 'Audit-Id', headerSafe(auditId ?? randomUUID())];
+    return { url, headers, identity, baseHeaders };
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const { url, headers, identity, baseHeaders } = intake(req);
     const q = url.indexOf('?');
     const ctx: Ctx = {
       sim,
@@ -139,7 +153,7 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
       query: q < 0 || q === url.length - 1 ? EMPTY_QUERY : new URLSearchParams(url.slice(q + 1)),
       identity,
       headers,
-      baseHeaders: ['X-Sim-Server', nameHeader, 'X-Sim-Request-Identity', identityJson, 'Audit-Id', headerSafe(auditId ?? randomUUID())],
+      baseHeaders,
       body: undefined,
     };
     const hasBody = headers['content-length'] !== undefined ? headers['content-length'] !== '0' : headers['transfer-encoding'] !== undefined;
@@ -171,6 +185,17 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
   };
 
   const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key, keepAlive: true, noDelay: true }, onRequest) : http.createServer({ keepAlive: true, noDelay: true }, onRequest);
+  // Upgrades (exec, attach, port-forward, proxy over SPDY/WebSocket) are not simulated: answer with a
+  // well-formed Status instead of dropping the connection.
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    const { baseHeaders } = intake(req);
+    const body = statusBody(400, 'BadRequest', `the simulated apiserver ${o.name} does not support connection upgrades (exec, attach, port-forward, proxy)`);
+    let head = 'HTTP/1.1 400 Bad Request\r\n';
+    for (let i = 0; i < baseHeaders.length; i += 2) head += `${baseHeaders[i]}: ${baseHeaders[i + 1]}\r\n`;
+    head += `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+    socket.on('error', () => socket.destroy());
+    socket.end(head + body);
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
@@ -192,7 +217,9 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
   });
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = host.includes(':') ? `[${host}]` : host;
-  sim.docs = buildDiscovery(catalog, `${hostForUrl}:${port}`);
+  // Only the legacy /api document depends on the address; nothing is served before this line runs
+  // (the listen callback's continuation runs before any connection is handled).
+  sim.docs.legacyApi = legacyApiBody(`${hostForUrl}:${port}`);
 
   let closed: Promise<void> | undefined;
   return {

@@ -5,6 +5,7 @@ import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
@@ -664,6 +665,25 @@ describe('misc endpoints', () => {
     assert.ok(Date.now() - t0 >= 400, 'follow lines arrive over time');
     r.body.on('error', () => undefined);
     ac.abort();
+  });
+
+  test('connection upgrades get a well-formed Status (not a dropped connection)', async () => {
+    const s = await sim({ name: 'upgrade', kubernetesVersion: 'v1.33' });
+    const reply = await new Promise<string>((resolve, reject) => {
+      const sock = connect(s.port, '127.0.0.1', () => {
+        sock.write('GET /api/v1/namespaces/default/pods/p/exec?command=ls HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Remote-User: eve\r\n\r\n');
+      });
+      let out = '';
+      sock.setEncoding('utf8');
+      sock.on('data', (c: string) => (out += c));
+      sock.on('end', () => resolve(out));
+      sock.on('error', reject);
+    });
+    assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/);
+    assert.match(reply, /\r\nX-Sim-Server: upgrade\r\n/);
+    assert.match(reply, /"remoteUser":"eve"/);
+    assert.equal(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4)).reason, 'BadRequest');
+    assert.equal(s.requests.at(-1)!.headers['upgrade'], 'websocket');
   });
 
   test('HTTPS serving with a throwaway certificate', async (t) => {

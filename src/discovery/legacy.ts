@@ -1,0 +1,167 @@
+// Legacy (unaggregated) discovery documents derived from aggregated data: the `/apis`
+// APIGroupList, `/apis/<group>` APIGroup and `/apis/<group>/<version>` APIResourceList.
+//
+// Beyond in-tree (spec §5.1 step 3, §8 item 4): upstream never peer-aggregates legacy discovery,
+// so kubectl 1.27–1.29 and clients on legacy discovery (python) never see a group/version that
+// only a peer serves. mvproxy can answer these from the merged aggregated document instead.
+//
+// Wire format: compact JSON in Go struct field order, as kube-apiserver writes it (metav1
+// APIGroupList / APIGroup / APIResourceList / APIResource; compare the sorted-key fixtures
+// commit-4d817e79/api__v1.json and v1.31-0260c7d0/apis.json):
+//   APIGroupList     {"kind":"APIGroupList","apiVersion":"v1","groups":[APIGroup without TypeMeta]}
+//   APIGroup         {"kind":"APIGroup","apiVersion":"v1","name","versions":[{"groupVersion","version"}],"preferredVersion":{…}}
+//   APIResourceList  {"kind":"APIResourceList","apiVersion":"v1","groupVersion":"g/v","resources":[APIResource]}
+//   APIResource      {"name","singularName","namespaced","group"?,"version"?,"kind","verbs","shortNames"?,"categories"?}
+// Subresources are entries named `<resource>/<subresource>` with singularName "" and the parent's
+// namespaced flag, right after their parent. This is the inverse of apiserver's conversion to
+// aggregated discovery (responseKind is nil exactly when the legacy kind is empty; group/version
+// are set only for a kind of another group/version, e.g. deployments/scale → autoscaling/v1 Scale).
+// Not derivable from aggregated data, so omitted: storageVersionHash, and the
+// serverAddressByClientCIDRs of each group (kube-apiserver leaves it empty for /apis groups).
+// The preferred version is the first version of the (merged) group, which is what clients of
+// aggregated discovery take as preferred too.
+
+import type { APIGroupDiscovery, APIResourceDiscovery, APIVersionDiscovery, GroupVersionKind } from './types';
+
+export interface LegacyGroupVersionForDiscovery {
+  groupVersion: string;
+  version: string;
+}
+
+export interface LegacyAPIGroup {
+  name: string;
+  versions: LegacyGroupVersionForDiscovery[];
+  preferredVersion: LegacyGroupVersionForDiscovery;
+}
+
+export interface LegacyAPIResource {
+  name: string;
+  singularName: string;
+  namespaced: boolean;
+  group?: string;
+  version?: string;
+  kind: string;
+  verbs: string[];
+  shortNames?: string[];
+  categories?: string[];
+}
+
+/** The legacy documents of one snapshot, pre-encoded. */
+export interface LegacyDiscovery {
+  /** `/apis` APIGroupList listing every group of the merged document. */
+  readonly apis: Buffer;
+  /** "group" → APIGroup, for every group that has at least one version only peers serve. */
+  readonly groups: ReadonlyMap<string, Buffer>;
+  /** "group/version" → APIResourceList, for every group/version only peers serve. */
+  readonly resourceLists: ReadonlyMap<string, Buffer>;
+}
+
+/** One group's legacy description, or undefined for a group without versions (not listable). */
+export function legacyAPIGroup(g: APIGroupDiscovery): LegacyAPIGroup | undefined {
+  const name = g.metadata?.name ?? '';
+  const versions = (g.versions ?? []).map((v) => ({ groupVersion: groupVersionString(name, v.version), version: v.version }));
+  if (versions.length === 0) return undefined;
+  return { name, versions, preferredVersion: versions[0]! };
+}
+
+/** The `/apis` APIGroupList body (groups in document order; groups without versions left out). */
+export function encodeLegacyAPIGroupList(groups: readonly APIGroupDiscovery[]): Buffer {
+  const out: LegacyAPIGroup[] = [];
+  for (const g of groups) {
+    const lg = legacyAPIGroup(g);
+    if (lg !== undefined) out.push(lg);
+  }
+  return Buffer.from(JSON.stringify({ kind: 'APIGroupList', apiVersion: 'v1', groups: out }), 'utf8');
+}
+
+/** The `/apis/<group>` APIGroup body, or undefined for a group without versions. */
+export function encodeLegacyAPIGroup(g: APIGroupDiscovery): Buffer | undefined {
+  const lg = legacyAPIGroup(g);
+  if (lg === undefined) return undefined;
+  return Buffer.from(JSON.stringify({ kind: 'APIGroup', apiVersion: 'v1', ...lg }), 'utf8');
+}
+
+/** The legacy resource entries of one aggregated version: each resource, then its subresources. */
+export function legacyAPIResources(group: string, v: APIVersionDiscovery): LegacyAPIResource[] {
+  const out: LegacyAPIResource[] = [];
+  for (const r of v.resources ?? []) {
+    const namespaced = r.scope === 'Namespaced';
+    out.push(legacyEntry(r.resource, r.singularResource ?? '', namespaced, r.responseKind, group, v.version, r));
+    for (const s of r.subresources ?? []) {
+      const e = legacyEntry(`${r.resource}/${s.subresource}`, '', namespaced, s.responseKind, group, v.version, undefined);
+      e.verbs = s.verbs ?? [];
+      out.push(e);
+    }
+  }
+  return out;
+}
+
+/** The `/apis/<group>/<version>` APIResourceList body. */
+export function encodeLegacyAPIResourceList(group: string, v: APIVersionDiscovery): Buffer {
+  const doc = {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: groupVersionString(group, v.version),
+    resources: legacyAPIResources(group, v),
+  };
+  return Buffer.from(JSON.stringify(doc), 'utf8');
+}
+
+/**
+ * The legacy documents for a merged document: the full APIGroupList, plus APIGroup and
+ * APIResourceList documents for what only peers serve (group/versions of `merged` absent from
+ * `local`). Everything the local apiserver serves itself is left to it.
+ */
+export function buildLegacyDiscovery(merged: readonly APIGroupDiscovery[], local: readonly APIGroupDiscovery[]): LegacyDiscovery {
+  const localGVs = new Set<string>();
+  for (const g of local) {
+    const name = g.metadata?.name ?? '';
+    for (const v of g.versions ?? []) localGVs.add(`${name}/${v.version}`);
+  }
+  const groups = new Map<string, Buffer>();
+  const resourceLists = new Map<string, Buffer>();
+  for (const g of merged) {
+    const name = g.metadata?.name ?? '';
+    if (name === '') continue; // the core group is never under /apis
+    let peerOnly = false;
+    for (const v of g.versions ?? []) {
+      const key = `${name}/${v.version}`;
+      if (localGVs.has(key) || resourceLists.has(key)) continue;
+      peerOnly = true;
+      resourceLists.set(key, encodeLegacyAPIResourceList(name, v));
+    }
+    if (peerOnly && !groups.has(name)) {
+      const body = encodeLegacyAPIGroup(g);
+      if (body !== undefined) groups.set(name, body);
+    }
+  }
+  return { apis: encodeLegacyAPIGroupList(merged), groups, resourceLists };
+}
+
+function legacyEntry(
+  name: string,
+  singularName: string,
+  namespaced: boolean,
+  responseKind: GroupVersionKind | undefined,
+  group: string,
+  version: string,
+  r: APIResourceDiscovery | undefined,
+): LegacyAPIResource {
+  // Key order is Go's APIResource field order.
+  const e: LegacyAPIResource = { name, singularName, namespaced } as LegacyAPIResource;
+  const kg = responseKind?.group ?? '';
+  const kv = responseKind?.version ?? '';
+  if ((kg !== '' || kv !== '') && !(kg === group && kv === version)) {
+    if (kg !== '') e.group = kg;
+    if (kv !== '') e.version = kv;
+  }
+  e.kind = responseKind?.kind ?? '';
+  e.verbs = r?.verbs ?? [];
+  if (r?.shortNames != null && r.shortNames.length > 0) e.shortNames = r.shortNames;
+  if (r?.categories != null && r.categories.length > 0) e.categories = r.categories;
+  return e;
+}
+
+function groupVersionString(group: string, version: string): string {
+  return group === '' ? version : `${group}/${version}`;
+}

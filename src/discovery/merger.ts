@@ -1,0 +1,241 @@
+// Builds discovery snapshots in a piscina worker pool (1 thread by default), so that parsing,
+// merging and encoding never block the request path (issue 4). The caller swaps the returned
+// immutable snapshot in; requests never wait for a merge.
+//
+// Transfers, both ways:
+// - in: each document's raw JSON bytes. An ArrayBuffer given to build() is *transferred* (it is
+//   detached in the caller afterwards); a Uint8Array/Buffer view is copied into a fresh
+//   ArrayBuffer first (so a FetchedDocument.raw the caller keeps for If-None-Match stays intact,
+//   and a slice of Node's shared Buffer pool is never detached). The copy is a memcpy, far
+//   cheaper than the structured clone of parsed objects it replaces.
+// - out: one ArrayBuffer with every encoded body, moved back (Piscina.move) and wrapped into
+//   Buffers on the main thread without copying (snapshot.ts unpackSnapshot).
+//
+// Fallback: before the first real task the pool is probed with a trivial task; if the worker
+// cannot start (module not loadable, bad execArgv, …) every build runs inline on the main thread
+// and the snapshot carries `build.workerError` (no logging here: the caller decides). A worker
+// that dies *during* a build has already received (and detached) the inputs, so that build
+// rejects with a DiscoveryMergerError whose `workerFailed` is true, and later builds run inline.
+//
+// Worker file: merge.worker.ts under tsx (tests, `node --import tsx`), merge.worker.js when
+// compiled to dist/. Under tsx the worker inherits the parent's execArgv (which already loads
+// tsx); `--import tsx` is added only when the parent's execArgv does not mention tsx.
+
+import { createHash } from 'node:crypto';
+import { extname, join } from 'node:path';
+import Piscina from 'piscina';
+import type { MergeTask, MergeTaskResult, DocumentBytes } from './merge.worker';
+import { runMergeTask } from './merge.worker';
+import { unpackSnapshot, type DiscoverySnapshot } from './snapshot';
+
+export type { DocumentBytes } from './merge.worker';
+
+export interface DiscoveryMergerOptions {
+  /** Worker threads (default 1). */
+  threads?: number;
+  /** Build on the calling thread; no worker is started. */
+  inline?: boolean;
+  /** Overrides the worker module (tests: a module that cannot load exercises the fallback). */
+  workerFilename?: string;
+}
+
+export interface DiscoveryMergeInput {
+  localID: string;
+  /** Raw JSON of the local `/apis` (FetchedDocument.raw). ArrayBuffer: transferred; view: copied. */
+  localApis: DocumentBytes;
+  peers: readonly { id: string; apis: DocumentBytes }[];
+  /** "group/version" strings removed from peer data before the merge. */
+  excludedGroupVersions: Iterable<string>;
+  /** Defaults to a counter of this merger (1, 2, …). */
+  generation?: number;
+}
+
+export class DiscoveryMergerError extends Error {
+  constructor(
+    message: string,
+    /** true: the worker pool failed (not the input); later builds run inline. */
+    readonly workerFailed: boolean,
+  ) {
+    super(message);
+    this.name = 'DiscoveryMergerError';
+  }
+}
+
+export class DiscoveryMerger {
+  private readonly threads: number;
+  private readonly filename: string;
+  private pool: Piscina | undefined;
+  private ready: Promise<void> | undefined;
+  private generation = 0;
+  private closed = false;
+  /** Why builds run inline although a worker was asked for (undefined while the worker works). */
+  workerError: string | undefined;
+  readonly inline: boolean;
+
+  constructor(opts: DiscoveryMergerOptions = {}) {
+    this.threads = Math.max(1, Math.floor(opts.threads ?? 1));
+    this.inline = opts.inline === true;
+    this.filename = opts.workerFilename ?? DiscoveryMerger.workerFilename();
+  }
+
+  /** The worker file next to this module, with this module's own extension (.ts or .js). */
+  static workerFilename(): string {
+    return join(__dirname, `merge.worker${extname(__filename)}`);
+  }
+
+  /** Worker execArgv: the parent's, plus a tsx loader when running from .ts without one. */
+  static workerExecArgv(): string[] {
+    const argv = [...process.execArgv];
+    if (extname(__filename) === '.ts' && !argv.some((a) => a.includes('tsx'))) argv.push('--import', 'tsx');
+    return argv;
+  }
+
+  /**
+   * Builds a snapshot of the inputs. Resolves with the snapshot (with `build.ms`, and
+   * `build.workerError` when it had to run inline). Rejects with a DiscoveryMergerError:
+   * `workerFailed` false for bad input (an unparsable document), true when the worker died
+   * during the build (its inputs are gone with it; later builds run inline).
+   */
+  async build(input: DiscoveryMergeInput): Promise<DiscoverySnapshot> {
+    if (this.closed) throw new Error('DiscoveryMerger is closed');
+    const generation = input.generation ?? ++this.generation;
+    if (input.generation !== undefined && input.generation > this.generation) this.generation = input.generation;
+    const excludedGroupVersions = Array.from(input.excludedGroupVersions);
+
+    if (!this.inline && this.workerError === undefined) {
+      await this.start();
+    }
+    if (this.closed) throw new Error('DiscoveryMerger is closed');
+    const pool = this.pool;
+    if (this.inline || this.workerError !== undefined || pool === undefined) {
+      const task: MergeTask = { localID: input.localID, localApis: input.localApis, peers: input.peers.map((p) => ({ id: p.id, apis: p.apis })), excludedGroupVersions, generation };
+      try {
+        return runMergeTask(task, 'inline', this.inline ? undefined : (this.workerError ?? 'discovery merge worker unavailable'));
+      } catch (e) {
+        throw new DiscoveryMergerError((e as Error)?.message ?? String(e), false);
+      }
+    }
+
+    const transferList: ArrayBuffer[] = [];
+    const seen = new Set<ArrayBuffer>();
+    const own = (b: DocumentBytes): ArrayBuffer => {
+      let ab: ArrayBuffer;
+      if (b instanceof ArrayBuffer) ab = b;
+      else ab = copyToArrayBuffer(b);
+      if (!seen.has(ab)) {
+        seen.add(ab);
+        transferList.push(ab);
+      }
+      return ab;
+    };
+    const task: MergeTask = {
+      localID: input.localID,
+      localApis: own(input.localApis),
+      peers: input.peers.map((p) => ({ id: p.id, apis: own(p.apis) })),
+      excludedGroupVersions,
+      generation,
+    };
+    const submitted = performance.now();
+    let result: MergeTaskResult;
+    try {
+      result = (await pool.run(task, { transferList })) as MergeTaskResult;
+    } catch (e) {
+      this.workerError = `discovery merge worker failed: ${(e as Error)?.message ?? String(e)}`;
+      void this.dropPool();
+      throw new DiscoveryMergerError(this.workerError, true);
+    }
+    if (!result.ok) throw new DiscoveryMergerError(result.message, false);
+    const packed = result.packed;
+    return unpackSnapshot(packed, { ...packed.meta.build, wallMs: performance.now() - submitted });
+  }
+
+  /** Stops the worker threads. Builds after close() reject. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.dropPool();
+  }
+
+  private start(): Promise<void> {
+    if (this.ready) return this.ready;
+    this.ready = (async () => {
+      try {
+        this.pool = new Piscina({
+          filename: this.filename,
+          name: 'mergeTask',
+          minThreads: this.threads,
+          maxThreads: this.threads,
+          idleTimeout: Infinity,
+          execArgv: DiscoveryMerger.workerExecArgv(),
+        });
+        // Errors outside a task (a worker failing to load or dying while idle) are emitted on the
+        // pool; without a listener they would be uncaught exceptions. Record them instead: the
+        // next build then runs inline.
+        const pool = this.pool;
+        pool.on('error', (e: unknown) => {
+          if (this.pool !== pool) return;
+          this.workerError ??= `discovery merge worker failed: ${(e as Error)?.message ?? String(e)}`;
+          void this.dropPool();
+        });
+        // A worker that cannot load its module rejects every task; find out before any input is
+        // transferred. The ping is an empty merge (cheap) whose result is discarded.
+        const ping = (await this.pool.run(pingTask())) as MergeTaskResult;
+        if (!ping.ok) throw new Error(ping.message);
+      } catch (e) {
+        this.workerError = `discovery merge worker unavailable: ${(e as Error)?.message ?? String(e)}`;
+        await this.dropPool();
+      }
+    })();
+    return this.ready;
+  }
+
+  private async dropPool(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool) await pool.destroy().catch(() => undefined);
+  }
+}
+
+function pingTask(): MergeTask {
+  const empty = new TextEncoder().encode('{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[]}');
+  return { localID: '', localApis: empty, peers: [], excludedGroupVersions: [], generation: 0 };
+}
+
+/** A fresh, whole ArrayBuffer holding a copy of the view's bytes. */
+export function copyToArrayBuffer(view: Uint8Array): ArrayBuffer {
+  const ab = new ArrayBuffer(view.byteLength);
+  new Uint8Array(ab).set(view);
+  return ab;
+}
+
+/** The part of a FetchedDocument (fetch.ts) a build needs. */
+export interface FetchedApisDocument {
+  /** The server's ETag for the document ('' when it sent none). */
+  readonly etag: string;
+  /** The body as received. Passed as a view, so build() copies it and the caller's stays intact. */
+  readonly raw: Uint8Array;
+}
+
+/**
+ * The build input for the current views, and a key that changes exactly when the inputs do (a
+ * 304 returns the same document, hence the same ETag), so a caller builds once per input change:
+ *
+ *   const { input, key } = discoveryMergeInput(localID, local.apis, peerApis, excluded);
+ *   if (key !== lastKey) { lastKey = key; metrics.peerAggregatedCacheMisses.inc(); snapshot = await merger.build(input); }
+ *
+ * Documents without an ETag are keyed by a SHA-256 of their bytes.
+ */
+export function discoveryMergeInput(
+  localID: string,
+  local: FetchedApisDocument,
+  peers: Iterable<readonly [string, FetchedApisDocument]>,
+  excludedGroupVersions: Iterable<string>,
+): { input: DiscoveryMergeInput; key: string } {
+  const peerList = Array.from(peers, ([id, doc]) => ({ id, doc })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const excluded = Array.from(new Set(excludedGroupVersions)).sort();
+  const docKey = (d: FetchedApisDocument) => (d.etag !== '' ? `e${d.etag}` : `h${createHash('sha256').update(d.raw).digest('base64')}`);
+  const key = JSON.stringify([localID, docKey(local), peerList.map((p) => [p.id, docKey(p.doc)]), excluded]);
+  return {
+    input: { localID, localApis: local.raw, peers: peerList.map((p) => ({ id: p.id, apis: p.doc.raw })), excludedGroupVersions: excluded },
+    key,
+  };
+}

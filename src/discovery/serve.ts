@@ -1,0 +1,158 @@
+// Discovery answers mvproxy gives itself, from the current snapshot (spec §5.1, §5.2, §9; issue 4).
+//
+// `/apis` (or `/apis/`), GET/HEAD, aggregated v2 Accept (JSON or protobuf):
+//   - no profile, or any profile but `nopeer`: the peer-aggregated document (counts
+//     aggregator_discovery_peer_aggregated_cache_hits_total: every reply comes from the snapshot;
+//     misses are counted by whoever builds a snapshot);
+//   - `profile=nopeer`: the local document (counts aggregator_discovery_nopeer_requests_total).
+//   Headers exactly as `ServeHTTPWithETag`: Content-Type `<media type>;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`
+//   (profile not echoed), ETag, `Vary: Accept`, `Cache-Control: public`; If-None-Match equal to
+//   the ETag (exact string comparison, no list/weak/`*` handling) → 304 with no body.
+//   Names are written as Go's net/http canonicalises them (`Etag`); HTTP header names are
+//   case-insensitive.
+// Everything else passes through to the local apiserver (returns false): `/api` and `/api/…`,
+// v2beta1, YAML, 406, methods other than GET/HEAD, no snapshot yet.
+//
+// With legacyFix (beyond in-tree; upstream never peer-aggregates legacy discovery):
+//   - `/apis` with a legacy JSON Accept → the merged APIGroupList;
+//   - `/apis/<g>` and `/apis/<g>/<v>` for a group/version only peers serve → the derived APIGroup
+//     / APIResourceList, as `application/json` with kube-apiserver's default
+//     `Cache-Control: no-cache, private`. These endpoints negotiate with the default endpoint
+//     restrictions (a clause with as/g/v never matches there); only JSON is answered here.
+
+import type { Exchange } from '../listener/exchange';
+import type { Metrics } from '../observability/metrics';
+import { negotiateDiscovery, type DiscoveryNegotiation } from '../request/accept';
+import type { DiscoverySnapshot, EncodedDiscovery } from './snapshot';
+
+export interface ServeDiscoveryOptions {
+  /** Answer legacy discovery from the merged data (off: legacy discovery always passes through). */
+  legacyFix: boolean;
+}
+
+export type DiscoveryMetrics = Pick<Metrics, 'peerAggregatedCacheHits' | 'nopeerRequests'>;
+
+export const AGGREGATED_V2_JSON_CONTENT_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+export const AGGREGATED_V2_PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const LEGACY_CONTENT_TYPE = 'application/json';
+const LEGACY_CACHE_CONTROL = 'no-cache, private';
+
+/**
+ * Answers the request from the snapshot when mvproxy answers it itself, and returns true; returns
+ * false (having written nothing) when the request must pass through to the local apiserver.
+ */
+export function serveDiscovery(
+  ex: Exchange,
+  snapshot: DiscoverySnapshot | undefined,
+  accept: string | undefined,
+  ifNoneMatch: string | undefined,
+  metrics: DiscoveryMetrics,
+  opts: ServeDiscoveryOptions,
+): boolean {
+  if (snapshot === undefined) return false;
+  const method = ex.method;
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  const path = ex.path;
+  if (!path.startsWith('/apis')) return false;
+
+  if (path === '/apis' || path === '/apis/') {
+    const n = negotiateDiscovery(accept);
+    if (n === null) return false; // 406: the apiserver writes it
+    if (n.kind === 'aggregated') {
+      if (n.version !== 'v2' || n.encoding === 'yaml') return false;
+      let doc: EncodedDiscovery;
+      if (n.profile === 'nopeer') {
+        metrics.nopeerRequests.inc();
+        doc = snapshot.local;
+      } else {
+        metrics.peerAggregatedCacheHits.inc();
+        doc = snapshot.merged;
+      }
+      writeAggregated(ex, doc, n.encoding, ifNoneMatch);
+      return true;
+    }
+    if (!opts.legacyFix || n.encoding !== 'json') return false;
+    writeLegacy(ex, snapshot.legacy.apis);
+    return true;
+  }
+
+  if (!opts.legacyFix || path.charCodeAt(5) !== 0x2f /* '/' */) return false;
+  const rest = path.slice(6);
+  const slash = rest.indexOf('/');
+  let body: Buffer | undefined;
+  if (slash === -1) {
+    if (rest === '') return false;
+    body = snapshot.legacy.groups.get(rest);
+  } else {
+    if (slash === 0 || slash === rest.length - 1 || rest.indexOf('/', slash + 1) !== -1) return false;
+    body = snapshot.legacy.resourceLists.get(rest);
+  }
+  if (body === undefined) return false;
+  const n = negotiateLegacyEndpoint(accept);
+  if (n === null || n.encoding !== 'json') return false;
+  writeLegacy(ex, body);
+  return true;
+}
+
+/**
+ * Negotiation at `/apis/<g>` and `/apis/<g>/<v>` (DefaultEndpointRestrictions: a clause whose
+ * params ask for a conversion — as, g or v — never matches). negotiateDiscovery decides for the
+ * discovery root, where such clauses win; so they are removed first (goautoneg splits clauses on
+ * ',' and params on ';', and keeps a param only with exactly one '='). Nothing left → null (406).
+ */
+export function negotiateLegacyEndpoint(accept: string | undefined): DiscoveryNegotiation | null {
+  if (accept === undefined || accept.indexOf(';') === -1) return negotiateDiscovery(accept);
+  const kept: string[] = [];
+  for (const clause of accept.split(',')) {
+    if (!asksConversion(clause)) kept.push(clause);
+  }
+  if (kept.length === 0) return null;
+  if (kept.every((c) => c.trim() === '')) return null;
+  const n = negotiateDiscovery(kept.join(','));
+  return n !== null && n.kind === 'legacy' ? n : null;
+}
+
+function asksConversion(clause: string): boolean {
+  const params = clause.split(';');
+  for (let i = 1; i < params.length; i++) {
+    const p = params[i]!;
+    const eq = p.indexOf('=');
+    if (eq === -1 || p.indexOf('=', eq + 1) !== -1) continue;
+    const key = p.slice(0, eq).trim();
+    if (key === 'as' || key === 'g' || key === 'v') return true;
+  }
+  return false;
+}
+
+function writeAggregated(ex: Exchange, doc: EncodedDiscovery, encoding: 'json' | 'protobuf', ifNoneMatch: string | undefined): void {
+  const res = ex.res;
+  if (ifNoneMatch !== undefined && ifNoneMatch === doc.etag) {
+    res.writeHead(304, { headers: ['Etag', doc.etag, 'Vary', 'Accept', 'Cache-Control', 'public'], contentLength: -1, contentType: '' }, false);
+    res.end();
+    return;
+  }
+  const body = encoding === 'protobuf' ? doc.protobuf : doc.json;
+  const contentType = encoding === 'protobuf' ? AGGREGATED_V2_PROTOBUF_CONTENT_TYPE : AGGREGATED_V2_JSON_CONTENT_TYPE;
+  res.writeHead(
+    200,
+    {
+      headers: ['Content-Type', contentType, 'Etag', doc.etag, 'Vary', 'Accept', 'Cache-Control', 'public'],
+      contentLength: body.length,
+      contentType,
+    },
+    false,
+  );
+  if (ex.method !== 'HEAD') res.write(body);
+  res.end();
+}
+
+function writeLegacy(ex: Exchange, body: Buffer): void {
+  const res = ex.res;
+  res.writeHead(
+    200,
+    { headers: ['Content-Type', LEGACY_CONTENT_TYPE, 'Cache-Control', LEGACY_CACHE_CONTROL], contentLength: body.length, contentType: LEGACY_CONTENT_TYPE },
+    false,
+  );
+  if (ex.method !== 'HEAD') res.write(body);
+  res.end();
+}

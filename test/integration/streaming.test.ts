@@ -1,0 +1,108 @@
+// Bodies stream both ways with backpressure: 100 MiB up and down through a real mvproxy process
+// with a reader that stalls first, while the daemon's own peak RSS stays within a few MiB of
+// where it started. Both front ends; the upstream is a fake apiserver in this process.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Readable } from 'node:stream';
+import { request } from 'undici';
+import { startChildDaemon, type ChildDaemon } from '../support/child-daemon';
+import { startFakeUpstream } from '../support/fake-upstream';
+
+const MiB = 1024 * 1024;
+const TOTAL = 100 * MiB;
+const CHUNK = Buffer.alloc(64 * 1024, 'kubernetes-mvp-');
+/** Peak RSS growth allowed while 100 MiB pass: buffering the body would show as ~100 MiB. */
+const GROWTH_LIMIT = 40 * MiB;
+
+function expectedSha(): string {
+  const h = createHash('sha256');
+  for (let n = 0; n < TOTAL; n += CHUNK.length) h.update(CHUNK);
+  return h.digest('hex');
+}
+
+for (const frontend of ['uws', 'node'] as const) {
+  describe(`streaming bodies (${frontend} front end, separate process)`, () => {
+    let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+    let daemon: ChildDaemon;
+    let base: string;
+    const sha = expectedSha();
+
+    before(async () => {
+      upstream = await startFakeUpstream((req, res) => {
+        if (req.method === 'POST' && req.url === '/api/v1/namespaces/default/configmaps') {
+          // Stall before reading, so a proxy without backpressure would have to buffer the upload.
+          req.pause();
+          setTimeout(() => {
+            const h = createHash('sha256');
+            let bytes = 0;
+            req.on('data', (d: Buffer) => { bytes += d.length; h.update(d); });
+            req.on('end', () => { res.writeHead(201, { 'content-type': 'application/json' }); res.end(JSON.stringify({ bytes, sha: h.digest('hex') })); });
+            req.resume();
+          }, 700);
+          return true;
+        }
+        if (req.method === 'GET' && req.url?.startsWith('/api/v1/namespaces/default/configmaps/big')) {
+          const chunked = req.url.includes('chunked');
+          res.writeHead(200, chunked ? { 'content-type': 'application/octet-stream' } : { 'content-type': 'application/octet-stream', 'content-length': String(TOTAL) });
+          let sent = 0;
+          const pump = () => {
+            while (sent < TOTAL) {
+              sent += CHUNK.length;
+              if (!res.write(CHUNK)) { res.once('drain', pump); return; }
+            }
+            res.end();
+          };
+          pump();
+          return true;
+        }
+        return false;
+      });
+      daemon = await startChildDaemon([`--frontend=${frontend}`, '--secure-port=0', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${upstream.url}`, '--v=0']);
+      base = `http://127.0.0.1:${daemon.clientPort}`;
+      // Warm up (JIT, pools) before taking the baseline.
+      for (let i = 0; i < 20; i++) await (await request(`${base}/api`)).body.dump();
+    });
+    after(async () => {
+      await daemon?.stop();
+      await upstream?.close();
+    });
+
+    test('a 100 MiB upload streams through to a stalled reader with bounded memory', async (t) => {
+      const before = daemon.memory();
+      const res = await request(`${base}/api/v1/namespaces/default/configmaps`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: Readable.from((function* () { for (let n = 0; n < TOTAL; n += CHUNK.length) yield CHUNK; })()),
+        headersTimeout: 60_000,
+        bodyTimeout: 60_000,
+      });
+      const got = (await res.body.json()) as { bytes: number; sha: string };
+      assert.equal(res.statusCode, 201);
+      assert.equal(got.bytes, TOTAL);
+      assert.equal(got.sha, sha);
+      const after = daemon.memory();
+      t.diagnostic(`daemon RSS ${(before.rss / MiB).toFixed(1)} MiB before, peak ${(after.peak / MiB).toFixed(1)} MiB`);
+      assert.ok(after.peak - before.rss < GROWTH_LIMIT, `peak RSS grew ${((after.peak - before.rss) / MiB).toFixed(1)} MiB`);
+    });
+
+    for (const kind of ['content-length', 'chunked']) {
+      test(`a 100 MiB download (${kind}) streams to a client that stalls first, with bounded memory`, async (t) => {
+        const before = daemon.memory();
+        const res = await request(`${base}/api/v1/namespaces/default/configmaps/big${kind === 'chunked' ? '-chunked' : ''}`, { headersTimeout: 60_000, bodyTimeout: 60_000 });
+        assert.equal(res.statusCode, 200);
+        if (kind === 'content-length') assert.equal(res.headers['content-length'], String(TOTAL));
+        await sleep(700); // stall: the proxy must stop reading from the upstream, not buffer
+        const h = createHash('sha256');
+        let bytes = 0;
+        for await (const d of res.body) { bytes += (d as Buffer).length; h.update(d as Buffer); }
+        assert.equal(bytes, TOTAL);
+        assert.equal(h.digest('hex'), sha);
+        const after = daemon.memory();
+        t.diagnostic(`daemon RSS ${(before.rss / MiB).toFixed(1)} MiB before, peak ${(after.peak / MiB).toFixed(1)} MiB`);
+        assert.ok(after.peak - before.rss < GROWTH_LIMIT, `peak RSS grew ${((after.peak - before.rss) / MiB).toFixed(1)} MiB`);
+      });
+    }
+  });
+}
