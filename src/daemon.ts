@@ -56,10 +56,13 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
   const routes = new RouteTableHolder();
-  const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
+  // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
+  const legacyDiscoveryFix = (config as { legacyDiscoveryFix?: boolean }).legacyDiscoveryFix !== false;
+  const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
 
   let staticPeers = config.staticPeers;
   const sync = new DiscoverySync({
+    localID: config.serverID,
     local,
     peerPools,
     routes,
@@ -155,8 +158,8 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
       return sync.refresh();
     },
     async close() {
-      sync.stop();
       for (const l of listeners) l.close();
+      await sync.stop();
       await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);
     },
   };

@@ -39,6 +39,19 @@ export interface DaemonConfig {
   metricsBindAddress: string;
   verbosity: number;
   loggingFormat: 'json' | 'text';
+  /**
+   * Serve legacy per-group-version discovery (/api/v1, /apis/<g>/<v>) from the merged view, so
+   * clients without aggregated discovery (kubectl <= 1.29, python typed clients) see every
+   * resource (kubernetes#96486). --legacy-discovery-fix, discovery.legacyDiscoveryFix.
+   */
+  legacyDiscoveryFix: boolean;
+  /**
+   * After SIGTERM: how long /readyz fails (check `shutdown`) while every listener keeps serving,
+   * so load balancers stop sending new requests (kube-apiserver --shutdown-delay-duration, default 0s).
+   */
+  shutdownDelayMs: number;
+  /** After the delay: upper bound for in-flight requests (watches, exec...) to finish before connections are closed. */
+  shutdownDrainTimeoutMs: number;
 }
 
 export const DEFAULTS = {
@@ -55,6 +68,9 @@ export const DEFAULTS = {
   metricsBindAddress: '127.0.0.1:10290',
   verbosity: 2,
   loggingFormat: 'json' as const,
+  legacyDiscoveryFix: true,
+  shutdownDelayMs: 0, // kube-apiserver's default; set it (e.g. 5s) when a load balancer fronts mvproxy
+  shutdownDrainTimeoutMs: 20_000, // delay + drain must fit terminationGracePeriodSeconds (30 s)
 };
 
 /** Known feature gates (Kubernetes semantics: unknown names are errors). */

@@ -18,7 +18,7 @@ export interface MemberSpec {
 }
 
 export interface Member {
-  readonly spec: MemberSpec;
+  spec: MemberSpec;
   sim: SimApiserver;
   daemon: Daemon;
   /** Plain-HTTP client listener of this member's mvproxy. */
@@ -43,6 +43,8 @@ export interface Plane {
   readonly store: ObjectStore;
   readonly members: Member[];
   member(name: string): Member;
+  /** Restarts a member's apiserver on the same port with another API set (an upgrade or a rollback). */
+  replaceApiserver(name: string, spec: Partial<Omit<MemberSpec, 'name'>>): Promise<void>;
   /** Stops a member's mvproxy (its apiserver keeps running). */
   stopProxy(name: string): Promise<void>;
   /** Starts a stopped member's mvproxy again on the same ports. */
@@ -112,6 +114,13 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
     store,
     members,
     member: byName,
+    async replaceApiserver(name, spec) {
+      const m = byName(name);
+      const port = m.sim.port;
+      await m.sim.close();
+      Object.assign(m.spec, spec);
+      m.sim = await startSimApiserver({ name, kubernetesVersion: m.spec.kubernetesVersion, runtimeConfig: m.spec.runtimeConfig, store, port });
+    },
     async stopProxy(name) {
       await byName(name).daemon.close();
     },

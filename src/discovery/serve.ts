@@ -58,6 +58,15 @@ export function serveDiscovery(
   if (path === '/apis' || path === '/apis/') {
     const n = negotiateDiscovery(accept);
     if (n === null) return false; // 406: the apiserver writes it
+    if (n.kind === 'aggregated' && n.version === 'v2beta1' && opts.legacyFix) {
+      // kubectl 1.27–1.29 ask for v2beta1 with application/json as the fallback. apiservers from
+      // 1.33 on answer that with the legacy APIGroupList (v2beta1 removed, spec §5.1); so does
+      // mvproxy, with peer-only groups listed, then answers their /apis/<g>/<v> below.
+      const legacy = negotiateLegacyEndpoint(accept);
+      if (legacy === null || legacy.encoding !== 'json') return false;
+      writeLegacy(ex, snapshot.legacy.apis);
+      return true;
+    }
     if (n.kind === 'aggregated') {
       if (n.version !== 'v2' || n.encoding === 'yaml') return false;
       let doc: EncodedDiscovery;

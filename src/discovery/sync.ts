@@ -11,6 +11,8 @@ import type { RouteTableHolder } from '../routing/holder';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../observability/metrics';
 import type { Logger } from '../observability/log';
+import { DiscoveryMerger, discoveryMergeInput } from './merger';
+import { GVExclusions, listExtensionGroupVersions } from './exclusion';
 
 export interface PeerEndpoint {
   /** Server ID (Kubernetes: the identity lease name). */
@@ -23,9 +25,12 @@ export interface DiscoverySyncOptions {
   local: Dispatcher;
   peerPools: PeerPools;
   routes: RouteTableHolder;
+  /** This server's ID (takes part in the merge order, spec §5.4). */
+  localID: string;
   /** Current peers; re-read on every refresh (static list now, leases later). */
   peers(): readonly PeerEndpoint[];
-  excludedGroupVersions?(): ReadonlySet<string>;
+  /** Merge in a worker thread (default) or inline. */
+  merger?: DiscoveryMerger;
   refreshIntervalMs: number;
   /** How long a peer whose fetch fails keeps its last good view before it leaves routing. */
   peerGraceMs: number;
@@ -52,9 +57,20 @@ export class DiscoverySync {
   private again = false;
   private stopped = false;
   private readonly now: () => number;
+  private readonly exclusions: GVExclusions;
+  private readonly merger: DiscoveryMerger;
+  private mergeKey = '';
+  private merging: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: DiscoverySyncOptions) {
     this.now = o.now ?? Date.now;
+    this.exclusions = new GVExclusions(this.now);
+    this.merger = o.merger ?? new DiscoveryMerger();
+  }
+
+  /** Resolves once the discovery snapshot of the latest refresh is published. */
+  mergesDone(): Promise<void> {
+    return this.merging;
   }
 
   /** Runs the first refresh and schedules the next ones. Resolves after the first publish. */
@@ -63,9 +79,11 @@ export class DiscoverySync {
     this.schedule();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.merging.catch(() => undefined);
+    await this.merger.close();
   }
 
   /** The local view's raw documents (null until fetched once). */
@@ -100,6 +118,12 @@ export class DiscoverySync {
 
   private async refreshOnce(): Promise<void> {
     const peers = this.o.peers();
+    try {
+      this.exclusions.update(await listExtensionGroupVersions(this.o.local, this.o.fetchTimeoutMs));
+    } catch (e) {
+      // Keep the last known set: dropping exclusions would route this cluster's CRDs to peers.
+      this.o.log.info(2, 'listing CRDs and APIServices failed; keeping the last exclusion set', { err: (e as Error).message });
+    }
     const [local] = await Promise.all([
       this.fetchView(undefined, this.local, this.o.local, false),
       ...peers.map(async (p) => {
@@ -137,6 +161,7 @@ export class DiscoverySync {
       const err = e as Error;
       if (peer) {
         this.o.metrics.peerDiscoverySyncErrors.inc({ type: 'fetch_discovery' });
+        this.o.metrics.reroutedRequests.inc({ code: '503', group: '', version: '', resource: '' });
         this.o.metrics.peersUp.set({ peer: peer.id }, 0);
         if (prev?.up !== false) this.o.log.info(2, 'peer discovery failed', { peer: peer.id, address: peer.address, err: err.message });
         if (!prev) return { lastGood: -Infinity, up: false, address: peer.address };
@@ -150,18 +175,46 @@ export class DiscoverySync {
   private publish(): void {
     const now = this.now();
     const peers = new Map<string, PeerDiscovery>();
+    const peerApis: [string, FetchedDocument][] = [];
     for (const [id, v] of this.peerViews) {
       if (!v.apis && !v.api) continue;
-      if (!v.up && now - v.lastGood > this.o.peerGraceMs) continue; // past the grace period: out of routing
+      if (!v.up && now - v.lastGood > this.o.peerGraceMs) continue; // past the grace period: out of routing and of the merged document
       peers.set(id, { address: v.address, groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
+      if (v.apis) peerApis.push([id, v.apis]);
     }
+    const excluded = this.exclusions.excluded;
     const table = RouteTable.build({
       synced: this.local !== undefined,
       local: { groups: [...(this.local?.api?.list.items ?? []), ...(this.local?.apis?.list.items ?? [])] },
       peers,
-      excludedGroupVersions: this.o.excludedGroupVersions?.(),
+      excludedGroupVersions: excluded,
     });
     this.o.metrics.routeTableGVRs.set(table.size);
     this.o.routes.publish(table);
+    if (this.local?.apis) this.scheduleMerge(this.local.apis, peerApis, excluded);
+  }
+
+  /**
+   * Rebuilds the encoded discovery documents off the main thread when an input changed (an
+   * unchanged refresh is all 304s: same ETags, same key, no work). Merges run one at a time; the
+   * newest input wins.
+   */
+  private scheduleMerge(local: FetchedDocument, peers: [string, FetchedDocument][], excluded: ReadonlySet<string>): void {
+    const { input, key } = discoveryMergeInput(this.o.localID, local, peers, excluded);
+    if (key === this.mergeKey) return;
+    this.mergeKey = key;
+    this.merging = this.merging.then(async () => {
+      if (this.mergeKey !== key || this.stopped) return; // superseded by a newer input
+      try {
+        const snap = await this.merger.build(input);
+        this.o.metrics.peerAggregatedCacheMisses.inc();
+        this.o.metrics.discoveryMergeDuration.observe(snap.build.ms / 1000);
+        if (this.mergeKey === key) this.o.routes.publishDiscovery(snap);
+        this.o.log.info(2, 'discovery snapshot published', { generation: snap.generation, servers: snap.counts.servers, groups: snap.counts.groups, resources: snap.counts.resources, mergeMs: Math.round(snap.build.ms * 10) / 10, thread: snap.build.thread });
+      } catch (e) {
+        this.mergeKey = ''; // retry on the next refresh
+        this.o.log.error('discovery merge failed', e);
+      }
+    });
   }
 }

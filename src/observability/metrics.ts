@@ -25,6 +25,7 @@ export class Metrics {
   readonly nopeerRequests: Counter;
   readonly requestDuration: Histogram<'route' | 'verb' | 'code'>;
   readonly upstreamConnectErrors: Counter<'route'>;
+  readonly discoveryMergeDuration: Histogram;
   readonly peersUp: Gauge<'peer'>;
   readonly routeTableGVRs: Gauge;
   readonly buildInfo: Gauge<'version' | 'node_version' | 'frontend'>;
@@ -57,6 +58,12 @@ export class Metrics {
       help: '[ALPHA] Time from receiving a request to the end of its response, by route (local: this node\'s apiserver; peer: proxied to a peer; discovery: answered by mvproxy). Long-running requests (watch, exec, logs...) are not observed.',
       labelNames: ['route', 'verb', 'code'],
       buckets: KUBE_LATENCY_BUCKETS,
+      registers,
+    });
+    this.discoveryMergeDuration = new Histogram({
+      name: 'mvproxy_discovery_merge_duration_seconds',
+      help: '[ALPHA] Time to merge and encode the peer-aggregated discovery documents (in the worker thread)',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
     this.upstreamConnectErrors = new Counter({ name: 'mvproxy_upstream_errors_total', help: '[ALPHA] Requests whose upstream failed before answering, by route', labelNames: ['route'], registers });

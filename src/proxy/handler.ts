@@ -10,7 +10,8 @@ import type { Exchange } from '../listener/exchange';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
 import { isLongRunning } from '../request/longrunning';
 import { decide } from '../routing/decide';
-import { DECISION_PROXY_DISABLED } from '../routing/decision';
+import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decision';
+import { serveDiscovery } from '../discovery/serve';
 import type { RouteTableHolder } from '../routing/holder';
 import { forward, isFailoverSafe } from '../upstream/forward';
 import { forwardRequestHeaders } from '../upstream/headers';
@@ -26,6 +27,8 @@ export interface ProxyHandlerOptions {
   routes: RouteTableHolder;
   /** Feature gate UnknownVersionInteroperabilityProxy on and --peer-ca-file given; else a transparent proxy. */
   proxyEnabled: boolean;
+  /** Answer legacy /apis, /apis/<g>, /apis/<g>/<v> for peer-only group/versions from the merged data. */
+  legacyDiscoveryFix: boolean;
   requestTimeoutMs: number;
   metrics: Metrics;
   log: Logger;
@@ -45,6 +48,12 @@ export class ProxyHandler {
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     const d = this.o.proxyEnabled ? decide(info, ex.peerProxied, this.o.routes.current) : DECISION_PROXY_DISABLED;
     const ri = info instanceof Error ? undefined : info;
+    // Discovery under /apis is answered from the published snapshot (merged, nopeer or legacy);
+    // anything serveDiscovery declines (/api, v2beta1, yaml, ...) passes through to the apiserver.
+    if (d === DECISION_NON_RESOURCE && this.o.proxyEnabled && isApisPath(ex.path) && this.serveDiscovery(ex)) {
+      this.observe('discovery', ri, 200, start);
+      return;
+    }
     switch (d.kind) {
       case 'local':
       case 'notFound':
@@ -60,6 +69,18 @@ export class ProxyHandler {
         this.toPeer(ex, ri!, d.peers, this.pickStart(d.peers.length), 0, start);
         return;
     }
+  }
+
+  private serveDiscovery(ex: Exchange): boolean {
+    let accept: string | undefined;
+    let ifNoneMatch: string | undefined;
+    const h = ex.headers;
+    for (let i = 0; i < h.length; i += 2) {
+      // First value of each, as Go's Header.Get.
+      if (accept === undefined && h[i] === 'accept') accept = h[i + 1];
+      else if (ifNoneMatch === undefined && h[i] === 'if-none-match') ifNoneMatch = h[i + 1];
+    }
+    return serveDiscovery(ex, this.o.routes.discovery, accept, ifNoneMatch, this.o.metrics, { legacyFix: this.o.legacyDiscoveryFix });
   }
 
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
@@ -153,6 +174,11 @@ export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): vo
   ex.res.writeHead(spec.status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
   ex.res.write(body);
   ex.res.end();
+}
+
+/** /apis, /apis/, /apis/<g>, /apis/<g>/<v>: the discovery paths mvproxy may answer itself. */
+function isApisPath(path: string): boolean {
+  return path.length >= 5 && path.charCodeAt(1) === 0x61 /* a */ && path.startsWith('/apis') && (path.length === 5 || path.charCodeAt(5) === 0x2f);
 }
 
 function timeoutCode(err: Error & { code?: string }): ErrorCode | undefined {

@@ -3,16 +3,23 @@
 // started with the old table finishes with it.
 
 import { RouteTable } from './routetable';
+import type { DiscoverySnapshot } from '../discovery/snapshot';
 
 export class RouteTableHolder {
   current: RouteTable = RouteTable.empty();
   generation = 0;
+  /** Encoded discovery documents (merged, local, legacy), published after each merge; undefined until the first. */
+  discovery: DiscoverySnapshot | undefined = undefined;
   private readonly listeners: ((t: RouteTable) => void)[] = [];
 
   publish(t: RouteTable): void {
     this.current = t;
     this.generation++;
     for (const l of this.listeners) l(t);
+  }
+
+  publishDiscovery(s: DiscoverySnapshot): void {
+    this.discovery = s;
   }
 
   onPublish(l: (t: RouteTable) => void): void {

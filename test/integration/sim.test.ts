@@ -1,6 +1,7 @@
 // The simulated kube-apiserver (src/sim): discovery wire format, negotiation, ETag, legacy
 // discovery, runtime-config, CRUD, watch, shared store, identity echo, logs, TLS, CLI and real kubectl.
 import assert from 'node:assert/strict';
+import { kubectl, kubectlPath, rowsOf } from '../support/kubectl';
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -753,24 +754,8 @@ describe('misc endpoints', () => {
 // ---------------------------------------------------------------------------------------------
 // Real kubectl (skipped where the binaries are absent)
 
-const KUBECTL_DIR = '/usr/lib/google-cloud-sdk/bin';
-const KUBECTL_133 = join(KUBECTL_DIR, 'kubectl.1.33');
-const KUBECTL_127 = join(KUBECTL_DIR, 'kubectl.1.27');
-
-function kubectl(bin: string, server: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
-  const home = mkdtempSync(join(tmpdir(), 'sim-kubectl-'));
-  return new Promise((resolve, reject) => {
-    execFile(bin, ['--server', server, `--cache-dir=${join(home, 'cache')}`, ...args], { timeout: 20_000, env: { ...process.env, HOME: home, KUBECONFIG: '/dev/null' } }, (err, stdout, stderr) => {
-      rmSync(home, { recursive: true, force: true });
-      if (err) reject(new Error(`${bin} ${args.join(' ')}: ${err.message}\n${stderr}`));
-      else resolve({ stdout, stderr });
-    });
-  });
-}
-
-function rowsOf(out: string): string[][] {
-  return out.trim().split('\n').slice(1).map((l) => l.trim().split(/\s+/));
-}
+const KUBECTL_133 = kubectlPath(33);
+const KUBECTL_127 = kubectlPath(27);
 
 describe('kubectl', () => {
   for (const version of ['v1.37', 'v1.33'] as const) {
