@@ -53,6 +53,7 @@ export function printTable(title: string, header: readonly string[], rows: reado
 
 export function fmtNum(n: number): string {
   if (!Number.isFinite(n)) return '-';
+  if (Number.isInteger(n)) return n.toLocaleString('en-US');
   const a = Math.abs(n);
   if (a >= 1000) return Math.round(n).toLocaleString('en-US');
   if (a >= 100) return n.toFixed(0);

@@ -13,7 +13,9 @@ import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
 import { listenNode, listenPeer } from './listener/listen-node';
 import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
-import { tunnelUpgrade } from './upstream/upgrade';
+import { openTunnels, tunnelUpgrade } from './upstream/upgrade';
+import { HealthChecks, ping } from './observability/healthz';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { listenOps } from './observability/ops-server';
 import pkg from '../package.json';
 
@@ -28,6 +30,13 @@ export interface Daemon {
   readonly metrics: Metrics;
   /** Replaces the static peer list and refreshes discovery now (resolves when the new table is published). */
   setStaticPeers(peers: { id: string; address: string }[]): Promise<void>;
+  /**
+   * The graceful shutdown sequence (README "Shutdown"): /readyz fails, serve on for
+   * --shutdown-delay-duration, stop accepting, end watches cleanly, drain in-flight requests for at
+   * most --shutdown-drain-timeout, then close. Never blocks longer than delay + drain + 1 s.
+   */
+  shutdown(): Promise<void>;
+  /** Closes everything at once. */
   close(): Promise<void>;
 }
 
@@ -35,7 +44,14 @@ export class ConfigError extends Error {
   readonly code = 'MVP_ERR_CONFIG';
 }
 
-export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; metrics?: Metrics } = {}): Promise<Daemon> {
+export interface DaemonDeps {
+  log?: Logger;
+  metrics?: Metrics;
+  /** Loads the uWebSockets.js module (replaceable to exercise the fallback). */
+  loadUWS?: typeof loadUWS;
+}
+
+export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): Promise<Daemon> {
   const log = deps.log ?? createLogger(config.verbosity, config.loggingFormat);
   const metrics = deps.metrics ?? new Metrics({ defaultMetrics: true });
   const read = (f: string | undefined) => (f ? readFileSync(f) : undefined);
@@ -51,13 +67,13 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
   }
 
   const localURL = new URL(config.localAPIServer);
-  const localTLS: TLSFiles | undefined = localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile) } : undefined;
+  const localTLS: TLSFiles | undefined = localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile), servername: config.localAPIServerServerName } : undefined;
   const local: Dispatcher = createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS });
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
   const routes = new RouteTableHolder();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
-  const legacyDiscoveryFix = (config as { legacyDiscoveryFix?: boolean }).legacyDiscoveryFix !== false;
+  const legacyDiscoveryFix = config.legacyDiscoveryFix;
   const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
 
   let staticPeers = config.staticPeers;
@@ -80,7 +96,7 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
   let frontend = config.frontend;
   let clientPort: number;
   if (frontend === 'uws') {
-    const loaded = loadUWS();
+    const loaded = (deps.loadUWS ?? loadUWS)();
     if ('error' in loaded) {
       log.error('uWebSockets.js cannot load on this machine; serving clients with the node front end', loaded.error);
       frontend = 'node';
@@ -135,8 +151,19 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
     peerPort = l.port;
   }
 
-  const ops = await listenOps({ address: config.metricsBindAddress, metrics, ready: () => routes.current.synced });
-  listeners.push(ops);
+  let shuttingDown = false;
+  const health = new HealthChecks({ log });
+  health.add('both', 'ping', ping);
+  health.add('readyz', 'shutdown', () => (shuttingDown ? new Error('process is shutting down') : null));
+  health.add('readyz', 'local-discovery', () => (sync.localSynced ? null : new Error('the local apiserver\'s discovery has not been fetched yet')));
+  health.add('readyz', 'discovery-snapshot-published', () => (routes.current.synced && (!proxyEnabled || routes.discovery !== undefined) ? null : new Error('no discovery snapshot published yet')));
+  // One dead peer is what this daemon exists to survive: peers are informational, never failing readiness.
+  const addPeerChecks = (peers: readonly { id: string }[]) => {
+    for (const n of health.names('readyz')) if (n.startsWith('peer-')) health.remove('readyz', n);
+    for (const p of peers) health.addInformational('readyz', `peer-${p.id}`, () => (sync.peerUp(p.id) === false ? new Error(`peer ${p.id} did not answer its last discovery fetch`) : null));
+  };
+  addPeerChecks(staticPeers);
+  const ops = await listenOps({ address: config.metricsBindAddress, metrics, health });
 
   // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.
   const first = sync.start().catch((e) => log.error('discovery start failed', e));
@@ -144,7 +171,7 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
 
   log.info(0, 'mvproxy started', { serverID: config.serverID, frontend, clientPort: clientPort!, peerPort, metricsPort: ops.port, proxyEnabled });
 
-  return {
+  const daemon: Daemon = {
     config,
     clientPort: clientPort!,
     peerPort,
@@ -155,12 +182,31 @@ export async function startDaemon(config: DaemonConfig, deps: { log?: Logger; me
     metrics,
     setStaticPeers(peers) {
       staticPeers = peers;
+      addPeerChecks(peers);
       return sync.refresh();
     },
-    async close() {
+    async shutdown() {
+      if (shuttingDown) return;
+      shuttingDown = true;
+      log.info(0, 'shutting down: /readyz fails from now on', { delayMs: config.shutdownDelayMs, drainTimeoutMs: config.shutdownDrainTimeoutMs });
+      if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs);
+      for (const l of listeners) l.stopAccepting();
+      handler.draining = true;
+      const streams = handler.endStreams();
+      const drainEnd = Date.now() + config.shutdownDrainTimeoutMs;
+      while (handler.inflight > 0 && Date.now() < drainEnd) await sleep(20);
+      log.info(0, 'drained', { endedStreams: streams, unfinished: handler.inflight });
+      await close();
+    },
+    close,
+  };
+  return daemon;
+
+  async function close(): Promise<void> {
       for (const l of listeners) l.close();
+      ops.close();
+      for (const t of openTunnels) t.destroy();
       await sync.stop();
       await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);
-    },
-  };
+  }
 }

@@ -3,12 +3,16 @@
 // mixed-version control plane (two simulated kube-apiservers, an mvproxy beside each).
 
 import { Command, CommanderError } from 'commander';
-import { configFromFlags, daemonFlags } from './cli/flags';
-import { FlagError } from './cli/featuregate';
-import { ConfigError, startDaemon } from './daemon';
+import { configFromCommand, daemonFlags, normalizeArgs } from './cli/flags';
+import { checkFilesReadable, isConfigError } from './config/load';
+import { startDaemon } from './daemon';
 import pkg from '../package.json';
 
-/** Configuration errors exit 2 with nothing started (kube components' convention). */
+/**
+ * Configuration errors (unknown or bad flags, bad --config files, unknown feature gates, settings
+ * that do not fit together, unreadable certificate files) exit 2 with nothing started, the
+ * problem on stderr. Other start failures (a port in use...) exit 1.
+ */
 const EXIT_CONFIG = 2;
 
 function fail(msg: string): never {
@@ -22,27 +26,39 @@ async function main(argv: string[]): Promise<void> {
     .version(pkg.version, '--version')
     .enablePositionalOptions()
     .exitOverride()
+    .showSuggestionAfterError()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
-  daemonFlags(program).action(async (opts: Record<string, unknown>) => {
+  daemonFlags(program).action(async (_opts: Record<string, unknown>, cmd: Command) => {
     let config;
     try {
-      config = configFromFlags(opts);
+      config = configFromCommand(cmd);
+      checkFilesReadable(config);
     } catch (e) {
-      if (e instanceof FlagError) fail(e.message);
+      if (isConfigError(e)) fail(e.message);
       throw e;
     }
     let daemon;
     try {
       daemon = await startDaemon(config);
     } catch (e) {
-      if (e instanceof ConfigError || (e as { code?: string }).code === 'ENOENT') fail((e as Error).message);
+      if (isConfigError(e) || (e as { code?: string }).code === 'ENOENT') fail((e as Error).message);
       throw e;
     }
-    const stop = () => {
-      void daemon.close().then(() => process.exit(0));
+    // First signal: the graceful sequence (exit 0 when done). A second one exits at once.
+    let signalled = false;
+    const stop = (sig: string) => {
+      if (signalled) {
+        process.stderr.write(`mvproxy: second ${sig}, exiting now\n`);
+        process.exit(1);
+      }
+      signalled = true;
+      void daemon.shutdown().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
   program
     .command('demo')
@@ -55,8 +71,15 @@ async function main(argv: string[]): Promise<void> {
       const { runDemo } = require('./demo/demo') as typeof import('./demo/demo');
       await runDemo({ basePort: Number(opts.basePort), frontend: opts.frontend === 'node' ? 'node' : 'uws' });
     });
+  let args: string[];
   try {
-    await program.parseAsync(argv);
+    args = normalizeArgs(argv.slice(2));
+  } catch (e) {
+    if (isConfigError(e)) fail(e.message);
+    throw e;
+  }
+  try {
+    await program.parseAsync(args, { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.exitCode === 0) process.exit(0);

@@ -21,6 +21,12 @@ export interface DaemonConfig {
   /** This node's kube-apiserver. */
   localAPIServer: string;
   localAPIServerCAFile?: string;
+  /**
+   * Name the local kube-apiserver's serving certificate is verified against (TLS SNI and host name
+   * check), when it differs from the URL's host: kubeadm's apiserver.crt has no 127.0.0.1 SAN, so
+   * https://127.0.0.1:6443 needs "kubernetes.default.svc". Unset = the URL's host.
+   */
+  localAPIServerServerName?: string;
   /** Client certificate presented to peers (and, for front-proxy identity, to the local apiserver). */
   proxyClientCertFile?: string;
   proxyClientKeyFile?: string;
@@ -40,9 +46,10 @@ export interface DaemonConfig {
   verbosity: number;
   loggingFormat: 'json' | 'text';
   /**
-   * Serve legacy per-group-version discovery (/api/v1, /apis/<g>/<v>) from the merged view, so
-   * clients without aggregated discovery (kubectl <= 1.29, python typed clients) see every
-   * resource (kubernetes#96486). --legacy-discovery-fix, discovery.legacyDiscoveryFix.
+   * Answer legacy discovery (/apis, /apis/<g>, /apis/<g>/<v>) from the merged view, so clients
+   * without aggregated discovery (kubectl <= 1.29, python typed clients) see groups only peers
+   * serve (kubernetes#96486); false = it passes through to the local apiserver, as upstream.
+   * --legacy-discovery-fix, discovery.legacyDiscoveryFix.
    */
   legacyDiscoveryFix: boolean;
   /**

@@ -68,6 +68,16 @@ export class DiscoverySync {
     this.merger = o.merger ?? new DiscoveryMerger();
   }
 
+  /** Whether the peer answered its last discovery fetch (undefined: not fetched yet). */
+  peerUp(id: string): boolean | undefined {
+    return this.peerViews.get(id)?.up;
+  }
+
+  /** Whether the local apiserver's discovery was ever fetched. */
+  get localSynced(): boolean {
+    return this.local !== undefined;
+  }
+
   /** Resolves once the discovery snapshot of the latest refresh is published. */
   mergesDone(): Promise<void> {
     return this.merging;

@@ -89,8 +89,11 @@ function start(server: http.Server, host: string, port: number): Promise<NodeRun
       resolve({
         server,
         port: typeof addr === 'object' && addr ? addr.port : port,
+        stopAccepting: () => {
+          if (server.listening) server.close();
+        },
         close: () => {
-          server.close();
+          if (server.listening) server.close();
           server.closeAllConnections();
         },
       });

@@ -217,6 +217,9 @@ export interface UwsListenerOptions {
 
 export interface RunningListener {
   readonly port: number;
+  /** Stops accepting connections; open ones keep being served (shutdown drain). */
+  stopAccepting(): void;
+  /** Closes everything at once, open connections included. */
   close(): void;
 }
 
@@ -248,10 +251,16 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
         reject(Object.assign(new Error(`uWebSockets.js could not listen on ${o.host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
         return;
       }
+      let listening = true;
+      const stopAccepting = () => {
+        if (listening) uws.us_listen_socket_close(sock);
+        listening = false;
+      };
       resolve({
         port: uws.us_socket_local_port(sock),
+        stopAccepting,
         close: () => {
-          uws.us_listen_socket_close(sock);
+          stopAccepting();
           app.close();
         },
       });

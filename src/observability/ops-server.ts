@@ -1,24 +1,43 @@
 // The daemon's own endpoints on their own listener (default 127.0.0.1:10290, like kube-proxy's
-// loopback metrics port), never mixed with the proxied API: /metrics, /healthz, /livez, /readyz.
+// loopback metrics port), never mixed with the proxied API: /metrics, and /healthz, /livez,
+// /readyz (+ /livez/<check>, /readyz/<check>) in Kubernetes' format (healthz.ts). Anything else
+// is 404.
 
 import http from 'node:http';
 import type { Metrics } from './metrics';
 import type { RunningListener } from '../listener/uws';
+import { HealthChecks, ping } from './healthz';
 
 export interface OpsOptions {
   /** host:port */
   address: string;
   metrics: Metrics;
-  /** Ready once the first discovery snapshot is published. */
-  ready(): boolean;
+  /**
+   * The health checks behind /livez, /readyz, /healthz. The caller registers them and may add or
+   * remove checks while the listener runs (e.g. per-peer informational checks).
+   */
+  health?: HealthChecks;
+  /**
+   * @deprecated pass `health`. Without `health`, the checks are livez+readyz `ping` and readyz
+   * `discovery-snapshot-published` (= this function).
+   */
+  ready?(): boolean;
 }
 
 const OPENMETRICS = 'application/openmetrics-text';
+
+/** The checks used when OpsOptions has no `health` (the listener's behaviour before healthz.ts). */
+export function defaultHealthChecks(ready?: () => boolean): HealthChecks {
+  const h = new HealthChecks().add('both', 'ping', ping);
+  if (ready) h.add('readyz', 'discovery-snapshot-published', () => (ready() ? null : new Error('no discovery snapshot published yet')));
+  return h;
+}
 
 export function listenOps(o: OpsOptions): Promise<RunningListener> {
   const colon = o.address.lastIndexOf(':');
   const host = o.address.slice(0, colon).replace(/^\[|\]$/g, '');
   const port = Number(o.address.slice(colon + 1));
+  const health = o.health ?? defaultHealthChecks(o.ready);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
@@ -38,20 +57,22 @@ export function listenOps(o: OpsOptions): Promise<RunningListener> {
       );
       return;
     }
-    if (path === '/healthz' || path === '/livez' || path === '/readyz') {
-      const ok = path !== '/readyz' || o.ready();
-      res.writeHead(ok ? 200 : 500, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
-      res.end(ok ? 'ok' : '[-]discovery-snapshot-published failed: reason withheld\nreadyz check failed');
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+    if (health.handle(req, res)) return;
+    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
     res.end('404 page not found\n');
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
       const addr = server.address();
-      resolve({ port: typeof addr === 'object' && addr ? addr.port : port, close: () => { server.close(); server.closeAllConnections(); } });
+      resolve({
+        port: typeof addr === 'object' && addr ? addr.port : port,
+        stopAccepting: () => undefined, // /readyz and /metrics stay up until the very end of a shutdown
+        close: () => {
+          server.close();
+          server.closeAllConnections();
+        },
+      });
     });
   });
 }

@@ -13,7 +13,7 @@ import { decide } from '../routing/decide';
 import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decision';
 import { serveDiscovery } from '../discovery/serve';
 import type { RouteTableHolder } from '../routing/holder';
-import { forward, isFailoverSafe } from '../upstream/forward';
+import { forward, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
 import { forwardRequestHeaders } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
@@ -38,12 +38,19 @@ export interface ProxyHandlerOptions {
 
 export class ProxyHandler {
   private readonly pickStart: (n: number) => number;
+  /** Forwarded requests not yet answered (drain waits for it to reach 0). */
+  inflight = 0;
+  /** Long-running exchanges (watches, logs -f), ended cleanly at shutdown. */
+  private readonly streams = new Set<ForwardHandler>();
+  /** Set at shutdown once the listeners stopped accepting: requests on kept-alive connections get 429. */
+  draining = false;
   constructor(private readonly o: ProxyHandlerOptions) {
     this.pickStart = o.pickStart ?? ((n) => (n === 1 ? 0 : Math.floor(Math.random() * n)));
   }
 
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
+    if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
     const start = performance.now();
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     const d = this.o.proxyEnabled ? decide(info, ex.peerProxied, this.o.routes.current) : DECISION_PROXY_DISABLED;
@@ -85,27 +92,46 @@ export class ProxyHandler {
 
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
+    if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
   }
 
   private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean): void {
     const longRunning = ri !== undefined && isLongRunning(ri);
-    forward(ex, this.o.local, {
+    this.inflight++;
+    // eslint-disable-next-line prefer-const
+    let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
+    h = forward(ex, this.o.local, {
       // From the peer listener the source's x-kubernetes-peer-proxied: true passes on unchanged, so
       // the local apiserver (if it runs the in-tree filter too) also serves it locally.
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false }),
       longRunning,
       requestTimeoutMs: this.o.requestTimeoutMs,
       onDone: (status) => {
+        this.settled(h, longRunning);
         if (!longRunning) this.observe('local', ri, status, start);
       },
       onFailedBeforeResponse: (err) => {
+        this.settled(h, longRunning);
         this.o.metrics.upstreamConnectErrors.inc({ route: 'local' });
         this.o.log.info(2, 'local apiserver request failed', { err: errText(err), path: ex.path, fromPeer });
         this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_LOCAL_UNAVAILABLE', 'local', ri, start);
       },
     });
+    if (longRunning && !h.done) this.streams.add(h);
+  }
+
+  private settled(h: ForwardHandler | undefined, longRunning: boolean): void {
+    this.inflight--;
+    if (longRunning && h) this.streams.delete(h);
+  }
+
+  /** Shutdown: ends every watch and log stream cleanly; returns how many there were. */
+  endStreams(): number {
+    const n = this.streams.size;
+    for (const h of this.streams) h.endCleanly();
+    return n;
   }
 
   /** Tries the candidates from index `first`, failing over to the next on a connect failure. */
@@ -120,15 +146,20 @@ export class ProxyHandler {
       this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
       return;
     }
-    forward(ex, this.o.peers.get(address), {
+    this.inflight++;
+    // eslint-disable-next-line prefer-const
+    let h: ForwardHandler | undefined;
+    h = forward(ex, this.o.peers.get(address), {
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true }),
       longRunning,
       requestTimeoutMs: this.o.requestTimeoutMs,
       onDone: (status) => {
+        this.settled(h, longRunning);
         this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
         if (!longRunning) this.observe('peer', ri, status, start);
       },
       onFailedBeforeResponse: (err, bodyTouched) => {
+        this.settled(h, longRunning);
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
         const timeout = timeoutCode(err);
@@ -140,6 +171,7 @@ export class ProxyHandler {
         this.fail(ex, timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
       },
     });
+    if (longRunning && !h.done) this.streams.add(h);
   }
 
   private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: { group: string; version: string; resource: string }): void {

@@ -245,6 +245,13 @@ export class ObjectStore {
     return out;
   }
 
+  /** Live watch subscriptions across all resources (tests use it to see that a watch was released). */
+  listenerCount(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
   /** Live events of group/resource, delivered synchronously after each write. Returns the unsubscribe. */
   subscribe(group: string, resource: string, fn: StoreListener): () => void {
     const key = `${group}/${resource}`;

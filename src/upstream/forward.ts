@@ -23,7 +23,7 @@ export interface ForwardOptions {
   onFailedBeforeResponse(err: Error, bodyTouched: boolean): void;
 }
 
-export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): void {
+export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): ForwardHandler {
   const h = new ForwardHandler(ex, o);
   const body = ex.body;
   const timeout = o.longRunning ? 0 : o.requestTimeoutMs;
@@ -38,9 +38,10 @@ export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): 
     },
     h,
   );
+  return h;
 }
 
-class ForwardHandler implements Dispatcher.DispatchHandler {
+export class ForwardHandler implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private status = 0;
   private finished = false;
@@ -50,6 +51,17 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       // Client gone: release the upstream request (and for a watch, the upstream watch) at once.
       if (!this.finished && this.abortUpstream) this.abortUpstream(new ClientClosedError());
     };
+  }
+
+  /** True once the exchange ended (successfully or not). */
+  get done(): boolean {
+    return this.finished;
+  }
+
+  /** Ends a streaming response cleanly (shutdown): the upstream is released, the client sees a normal end. */
+  endCleanly(): void {
+    if (this.finished) return;
+    if (this.abortUpstream) this.abortUpstream(new ShutdownError());
   }
 
   onConnect(abort: (err?: Error) => void): void {
@@ -87,6 +99,12 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
       this.o.onDone(this.status, err);
       return;
     }
+    if (err instanceof ShutdownError && this.ex.res.headersSent) {
+      // A watch ended by shutdown: a clean end tells client-go to re-list and re-watch (elsewhere).
+      this.ex.res.end();
+      this.o.onDone(this.status, null);
+      return;
+    }
     if (!this.ex.res.headersSent) {
       // Once undici read from the body, a failover would lose what it consumed.
       const body = this.ex.body;
@@ -103,6 +121,13 @@ export class ClientClosedError extends Error {
   readonly code = 'MVP_ERR_CLIENT_CLOSED';
   constructor() {
     super('the client closed the connection');
+  }
+}
+
+export class ShutdownError extends Error {
+  readonly code = 'MVP_ERR_SHUTTING_DOWN';
+  constructor() {
+    super('the proxy is shutting down');
   }
 }
 

@@ -13,7 +13,12 @@ import type { TLSFiles } from './pools';
 import type { Logger } from '../observability/log';
 import { statusBody } from '../respond/status';
 
+/** Open tunnels, so shutdown can cut them (an exec session never ends by itself). */
+export const openTunnels = new Set<Duplex>();
+
 export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer, target: URL, tlsFiles: TLSFiles | undefined, log: Logger): void {
+  openTunnels.add(client);
+  client.once('close', () => openTunnels.delete(client));
   const incoming: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i].toLowerCase(), req.rawHeaders[i + 1]);
   const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: false, upgrade: true });
@@ -24,7 +29,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, head: B
 
   const upstream: net.Socket =
     target.protocol === 'https:'
-      ? tls.connect({ host: target.hostname, port, ca: tlsFiles?.ca, cert: tlsFiles?.cert, key: tlsFiles?.key, servername: target.hostname === '127.0.0.1' ? undefined : target.hostname })
+      ? tls.connect({ host: target.hostname, port, ca: tlsFiles?.ca, cert: tlsFiles?.cert, key: tlsFiles?.key, servername: tlsFiles?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname) })
       : net.connect({ host: target.hostname, port });
   let connected = false;
   upstream.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
