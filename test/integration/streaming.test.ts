@@ -13,13 +13,30 @@ import { startFakeUpstream } from '../support/fake-upstream';
 const MiB = 1024 * 1024;
 const TOTAL = 100 * MiB;
 const CHUNK = Buffer.alloc(64 * 1024, 'kubernetes-mvp-');
-/** Peak RSS growth allowed while 100 MiB pass: buffering the body would show as ~100 MiB. */
-const GROWTH_LIMIT = 40 * MiB;
+/**
+ * Memory is judged twice. (1) The first 100 MiB may raise the daemon's peak RSS by at most 80 MiB:
+ * buffering the body would need 100 MiB or more; what is seen (30–70 MiB, measured) is V8/malloc
+ * slack for transient chunks awaiting GC. (2) Three more such transfers raise that peak by at most
+ * 16 MiB: memory does not grow with the bytes streamed (1 GiB measured: +0–12 MiB over 100 MiB).
+ */
+const FIRST_LIMIT = 80 * MiB;
+const MORE_LIMIT = 16 * MiB;
 
 function expectedSha(): string {
   const h = createHash('sha256');
   for (let n = 0; n < TOTAL; n += CHUNK.length) h.update(CHUNK);
   return h.digest('hex');
+}
+
+async function judgeMemory(t: { diagnostic(s: string): void }, daemon: ChildDaemon, transfer: () => Promise<void>): Promise<void> {
+  const base = daemon.memory();
+  await transfer();
+  const first = daemon.memory();
+  for (let i = 0; i < 3; i++) await transfer();
+  const more = daemon.memory();
+  t.diagnostic(`daemon RSS ${(base.rss / MiB).toFixed(1)} MiB before; peak ${(first.peak / MiB).toFixed(1)} MiB after 100 MiB, ${(more.peak / MiB).toFixed(1)} MiB after 400 MiB`);
+  assert.ok(first.peak - base.rss < FIRST_LIMIT, `peak RSS grew ${((first.peak - base.rss) / MiB).toFixed(1)} MiB over the first 100 MiB`);
+  assert.ok(more.peak - first.peak < MORE_LIMIT, `peak RSS grew another ${((more.peak - first.peak) / MiB).toFixed(1)} MiB over 300 MiB more`);
 }
 
 for (const frontend of ['uws', 'node'] as const) {
@@ -40,7 +57,7 @@ for (const frontend of ['uws', 'node'] as const) {
             req.on('data', (d: Buffer) => { bytes += d.length; h.update(d); });
             req.on('end', () => { res.writeHead(201, { 'content-type': 'application/json' }); res.end(JSON.stringify({ bytes, sha: h.digest('hex') })); });
             req.resume();
-          }, 700);
+          }, 500);
           return true;
         }
         if (req.method === 'GET' && req.url?.startsWith('/api/v1/namespaces/default/configmaps/big')) {
@@ -69,39 +86,35 @@ for (const frontend of ['uws', 'node'] as const) {
       await upstream?.close();
     });
 
-    test('a 100 MiB upload streams through to a stalled reader with bounded memory', async (t) => {
-      const before = daemon.memory();
-      const res = await request(`${base}/api/v1/namespaces/default/configmaps`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/octet-stream' },
-        body: Readable.from((function* () { for (let n = 0; n < TOTAL; n += CHUNK.length) yield CHUNK; })()),
-        headersTimeout: 60_000,
-        bodyTimeout: 60_000,
+    test('100 MiB uploads stream through to a stalled reader with bounded memory', async (t) => {
+      await judgeMemory(t, daemon, async () => {
+        const res = await request(`${base}/api/v1/namespaces/default/configmaps`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream' },
+          body: Readable.from((function* () { for (let n = 0; n < TOTAL; n += CHUNK.length) yield CHUNK; })()),
+          headersTimeout: 60_000,
+          bodyTimeout: 60_000,
+        });
+        const got = (await res.body.json()) as { bytes: number; sha: string };
+        assert.equal(res.statusCode, 201);
+        assert.equal(got.bytes, TOTAL);
+        assert.equal(got.sha, sha);
       });
-      const got = (await res.body.json()) as { bytes: number; sha: string };
-      assert.equal(res.statusCode, 201);
-      assert.equal(got.bytes, TOTAL);
-      assert.equal(got.sha, sha);
-      const after = daemon.memory();
-      t.diagnostic(`daemon RSS ${(before.rss / MiB).toFixed(1)} MiB before, peak ${(after.peak / MiB).toFixed(1)} MiB`);
-      assert.ok(after.peak - before.rss < GROWTH_LIMIT, `peak RSS grew ${((after.peak - before.rss) / MiB).toFixed(1)} MiB`);
     });
 
     for (const kind of ['content-length', 'chunked']) {
-      test(`a 100 MiB download (${kind}) streams to a client that stalls first, with bounded memory`, async (t) => {
-        const before = daemon.memory();
-        const res = await request(`${base}/api/v1/namespaces/default/configmaps/big${kind === 'chunked' ? '-chunked' : ''}`, { headersTimeout: 60_000, bodyTimeout: 60_000 });
-        assert.equal(res.statusCode, 200);
-        if (kind === 'content-length') assert.equal(res.headers['content-length'], String(TOTAL));
-        await sleep(700); // stall: the proxy must stop reading from the upstream, not buffer
-        const h = createHash('sha256');
-        let bytes = 0;
-        for await (const d of res.body) { bytes += (d as Buffer).length; h.update(d as Buffer); }
-        assert.equal(bytes, TOTAL);
-        assert.equal(h.digest('hex'), sha);
-        const after = daemon.memory();
-        t.diagnostic(`daemon RSS ${(before.rss / MiB).toFixed(1)} MiB before, peak ${(after.peak / MiB).toFixed(1)} MiB`);
-        assert.ok(after.peak - before.rss < GROWTH_LIMIT, `peak RSS grew ${((after.peak - before.rss) / MiB).toFixed(1)} MiB`);
+      test(`100 MiB downloads (${kind}) stream to a client that stalls first, with bounded memory`, async (t) => {
+        await judgeMemory(t, daemon, async () => {
+          const res = await request(`${base}/api/v1/namespaces/default/configmaps/big${kind === 'chunked' ? '-chunked' : ''}`, { headersTimeout: 60_000, bodyTimeout: 60_000 });
+          assert.equal(res.statusCode, 200);
+          if (kind === 'content-length') assert.equal(res.headers['content-length'], String(TOTAL));
+          await sleep(500); // stall: the proxy must stop reading from the upstream, not buffer
+          const h = createHash('sha256');
+          let bytes = 0;
+          for await (const d of res.body) { bytes += (d as Buffer).length; h.update(d as Buffer); }
+          assert.equal(bytes, TOTAL);
+          assert.equal(h.digest('hex'), sha);
+        });
       });
     }
   });
