@@ -13,6 +13,7 @@ import type { Metrics } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 import { DiscoveryMerger, discoveryMergeInput } from './merger';
 import { GVExclusions, listExtensionGroupVersions } from './exclusion';
+import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from './openapi';
 
 export interface PeerEndpoint {
   /** Server ID (Kubernetes: the identity lease name). */
@@ -60,6 +61,7 @@ export class DiscoverySync {
   private readonly exclusions: GVExclusions;
   private readonly merger: DiscoveryMerger;
   private mergeKey = '';
+  private openAPI: OpenAPIIndex | undefined;
   private merging: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: DiscoverySyncOptions) {
@@ -134,6 +136,11 @@ export class DiscoverySync {
       // Keep the last known set: dropping exclusions would route this cluster's CRDs to peers.
       this.o.log.info(2, 'listing CRDs and APIServices failed; keeping the last exclusion set', { err: (e as Error).message });
     }
+    try {
+      this.openAPI = await fetchOpenAPIIndex(this.o.local, this.openAPI, this.o.fetchTimeoutMs);
+    } catch (e) {
+      this.o.log.info(2, 'fetching the local /openapi/v3 index failed; keeping the last one', { err: (e as Error).message });
+    }
     const [local] = await Promise.all([
       this.fetchView(undefined, this.local, this.o.local, false),
       ...peers.map(async (p) => {
@@ -200,6 +207,7 @@ export class DiscoverySync {
       excludedGroupVersions: excluded,
     });
     this.o.metrics.routeTableGVRs.set(table.size);
+    this.o.routes.openAPIIndex = this.openAPI ? mergeOpenAPIIndex(this.openAPI, table) : undefined;
     this.o.routes.publish(table);
     if (this.local?.apis) this.scheduleMerge(this.local.apis, peerApis, excluded);
   }

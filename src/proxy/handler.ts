@@ -12,6 +12,7 @@ import { isLongRunning } from '../request/longrunning';
 import { decide } from '../routing/decide';
 import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decision';
 import { serveDiscovery } from '../discovery/serve';
+import { openAPIGroupVersion } from '../discovery/openapi';
 import type { RouteTableHolder } from '../routing/holder';
 import { forward, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
 import { forwardRequestHeaders } from '../upstream/headers';
@@ -57,9 +58,12 @@ export class ProxyHandler {
     const ri = info instanceof Error ? undefined : info;
     // Discovery under /apis is answered from the published snapshot (merged, nopeer or legacy);
     // anything serveDiscovery declines (/api, v2beta1, yaml, ...) passes through to the apiserver.
-    if (d === DECISION_NON_RESOURCE && this.o.proxyEnabled && isApisPath(ex.path) && this.serveDiscovery(ex)) {
-      this.observe('discovery', ri, 200, start);
-      return;
+    if (d === DECISION_NON_RESOURCE && this.o.proxyEnabled) {
+      if (isApisPath(ex.path) && this.serveDiscovery(ex)) {
+        this.observe('discovery', ri, 200, start);
+        return;
+      }
+      if (ex.path.startsWith('/openapi/v3') && this.routeOpenAPI(ex, ri!, start)) return;
     }
     switch (d.kind) {
       case 'local':
@@ -73,7 +77,7 @@ export class ProxyHandler {
         this.fail(ex, 'MVP_ERR_PEER_NO_ENDPOINT', 'peer', ri, start);
         return;
       case 'peer':
-        this.toPeer(ex, ri!, d.peers, this.pickStart(d.peers.length), 0, start);
+        this.toPeer(ex, ri!, gvrOf(ri!), d.peers, this.pickStart(d.peers.length), 0, start);
         return;
     }
   }
@@ -88,6 +92,30 @@ export class ProxyHandler {
       else if (ifNoneMatch === undefined && h[i] === 'if-none-match') ifNoneMatch = h[i + 1];
     }
     return serveDiscovery(ex, this.o.routes.discovery, accept, ifNoneMatch, this.o.metrics, { legacyFix: this.o.legacyDiscoveryFix });
+  }
+
+  /**
+   * /openapi/v3: the index with peer-only group/versions added; /openapi/v3/apis/<g>/<v> of a
+   * group/version only peers serve: proxied to one of them (see discovery/openapi.ts).
+   */
+  private routeOpenAPI(ex: Exchange, ri: RequestInfo, start: number): boolean {
+    if (ex.method !== 'GET' && ex.method !== 'HEAD') return false;
+    const table = this.o.routes.current;
+    if (ex.path === '/openapi/v3' || ex.path === '/openapi/v3/') {
+      const index = this.o.routes.openAPIIndex;
+      if (index === undefined) return false;
+      ex.res.writeHead(200, { headers: ['content-type', 'application/json', 'cache-control', 'no-cache, private'], contentLength: index.length, contentType: 'application/json' }, false);
+      if (ex.method === 'GET') ex.res.write(index);
+      ex.res.end();
+      this.observe('discovery', ri, 200, start);
+      return true;
+    }
+    const gv = openAPIGroupVersion(ex.path);
+    if (!gv || !table.synced) return false;
+    const route = table.lookupGroupVersion(gv[0], gv[1]);
+    if (!route || route.servedLocally || route.peers.length === 0) return false;
+    this.toPeer(ex, ri, { group: gv[0], version: gv[1], resource: '' }, route.peers, this.pickStart(route.peers.length), 0, start);
+    return true;
   }
 
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
@@ -135,12 +163,11 @@ export class ProxyHandler {
   }
 
   /** Tries the candidates from index `first`, failing over to the next on a connect failure. */
-  private toPeer(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number): void {
+  private toPeer(ex: Exchange, ri: RequestInfo, gvr: GVR, peers: readonly string[], first: number, tried: number, start: number): void {
     const table = this.o.routes.current;
     const id = peers[(first + tried) % peers.length];
     const address = table.peerAddresses.get(id);
     const longRunning = isLongRunning(ri);
-    const gvr = { group: ri.apiGroup, version: ri.apiVersion, resource: ri.resource };
     if (address === undefined) {
       // The peer left between decide() and now (a newer table was published): next one.
       this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
@@ -174,9 +201,9 @@ export class ProxyHandler {
     if (longRunning && !h.done) this.streams.add(h);
   }
 
-  private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: { group: string; version: string; resource: string }): void {
+  private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: GVR): void {
     if (tried + 1 < peers.length && !ex.clientClosed) {
-      this.toPeer(ex, ri, peers, first, tried + 1, start);
+      this.toPeer(ex, ri, gvr, peers, first, tried + 1, start);
       return;
     }
     this.o.metrics.reroutedRequests.inc({ code: '503', ...gvr });
@@ -206,6 +233,16 @@ export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): vo
   ex.res.writeHead(spec.status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
   ex.res.write(body);
   ex.res.end();
+}
+
+interface GVR {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+function gvrOf(ri: RequestInfo): GVR {
+  return { group: ri.apiGroup, version: ri.apiVersion, resource: ri.resource };
 }
 
 /** /apis, /apis/, /apis/<g>, /apis/<g>/<v>: the discovery paths mvproxy may answer itself. */

@@ -10,6 +10,8 @@ export class RouteTableHolder {
   generation = 0;
   /** Encoded discovery documents (merged, local, legacy), published after each merge; undefined until the first. */
   discovery: DiscoverySnapshot | undefined = undefined;
+  /** /openapi/v3 index with peer-only group/versions added; undefined = pass the local one through. */
+  openAPIIndex: Buffer | undefined = undefined;
   private readonly listeners: ((t: RouteTable) => void)[] = [];
 
   publish(t: RouteTable): void {

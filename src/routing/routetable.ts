@@ -46,6 +46,14 @@ export interface RouteTableInput {
   readonly synced: boolean;
 }
 
+/** What the cluster serves of one group/version, for GV-scoped non-resource paths (/openapi/v3/apis/<g>/<v>). */
+export interface GroupVersionRoute {
+  /** The local apiserver serves at least one resource of it. */
+  readonly servedLocally: boolean;
+  /** Peers (with an address) serving at least one resource of it, sorted. */
+  readonly peers: readonly string[];
+}
+
 type ResourceMap = Map<string, RouteEntry>;
 type VersionMap = Map<string, ResourceMap>;
 
@@ -54,11 +62,13 @@ export class RouteTable {
   /** Number of distinct GVRs known anywhere in the cluster. */
   readonly size: number;
   private readonly groups: Map<string, VersionMap>;
+  private readonly groupVersions: Map<string, Map<string, GroupVersionRoute>>;
   /** Peer addresses by server ID, from the same input (one place for the fact). */
   readonly peerAddresses: ReadonlyMap<string, string>;
 
-  private constructor(groups: Map<string, VersionMap>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>) {
+  private constructor(groups: Map<string, VersionMap>, groupVersions: Map<string, Map<string, GroupVersionRoute>>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>) {
     this.groups = groups;
+    this.groupVersions = groupVersions;
     this.synced = synced;
     this.size = size;
     this.peerAddresses = peerAddresses;
@@ -70,9 +80,19 @@ export class RouteTable {
     return this.groups.get(group)?.get(version)?.get(resource);
   }
 
+  /** The group/version's route, or undefined when nobody serves it. */
+  lookupGroupVersion(group: string, version: string): GroupVersionRoute | undefined {
+    return this.groupVersions.get(group)?.get(version);
+  }
+
+  /** Group/versions that only peers serve ("group/version", core as "/v1"), for merged GV indexes. */
+  *peerOnlyGroupVersions(): Iterable<[group: string, version: string]> {
+    for (const [g, vm] of this.groupVersions) for (const [v, r] of vm) if (!r.servedLocally && r.peers.length > 0) yield [g, v];
+  }
+
   /** An empty, unsynced table: everything is served locally until discovery arrives. */
   static empty(): RouteTable {
-    return new RouteTable(new Map(), false, 0, new Map());
+    return new RouteTable(new Map(), new Map(), false, 0, new Map());
   }
 
   static build(input: RouteTableInput): RouteTable {
@@ -105,11 +125,20 @@ export class RouteTable {
       });
     }
     const groups = new Map<string, VersionMap>();
+    const groupVersions = new Map<string, Map<string, GroupVersionRoute>>();
     let size = 0;
     for (const [g, vm] of acc) {
       const versions: VersionMap = new Map();
+      const gvs = new Map<string, GroupVersionRoute>();
       for (const [v, rm] of vm) {
         const resources: ResourceMap = new Map();
+        let gvLocal = false;
+        const gvPeers = new Set<string>();
+        for (const e of rm.values()) {
+          gvLocal ||= e.local;
+          for (const id of e.peers) gvPeers.add(id);
+        }
+        gvs.set(v, Object.freeze({ servedLocally: gvLocal, peers: Object.freeze([...gvPeers].sort()) }));
         for (const [r, e] of rm) {
           const peers = Object.freeze(e.peers);
           const decision = e.local ? DECISION_SERVED_LOCALLY : peers.length > 0 ? peerDecision(peers) : DECISION_UNAVAILABLE;
@@ -119,8 +148,9 @@ export class RouteTable {
         versions.set(v, resources);
       }
       groups.set(g, versions);
+      groupVersions.set(g, gvs);
     }
-    return new RouteTable(groups, input.synced, size, peerAddresses);
+    return new RouteTable(groups, groupVersions, input.synced, size, peerAddresses);
   }
 }
 

@@ -126,10 +126,26 @@ describe('peer-aggregated discovery', () => {
     if ('skip' in k) return t.skip(k.skip);
     const url = plane.member(OLD).url;
     const manifest = JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: 'kubectl-made', namespace: 'default' } });
-    // --validate=false: OpenAPI is not merged across peers (neither in-tree); see README limitations.
-    await kubectl(k.bin, url, ['create', '--validate=false', '-f', '-'], manifest);
+    // Validation reads /openapi/v3: mvproxy lists the peer-only group/version and proxies its document.
+    await kubectl(k.bin, url, ['create', '-f', '-'], manifest);
+    await kubectl(k.bin, url, ['apply', '-f', '-'], manifest.replace('kubectl-made', 'kubectl-applied'));
     const { stdout } = await kubectl(k.bin, url, ['get', 'workloads.v1beta1.scheduling.k8s.io', '-n', 'default']);
     assert.ok(rowsOf(stdout).some((r) => r[0] === 'kubectl-made'), stdout);
+    assert.ok(rowsOf(stdout).some((r) => r[0] === 'kubectl-applied'), stdout);
+  });
+
+  test('/openapi/v3 lists peer-only group/versions and their documents come from a peer', async () => {
+    const url = plane.member(OLD).url;
+    const index = await call(url, '/openapi/v3');
+    assert.equal(index.status, 200);
+    const paths = index.json().paths;
+    assert.ok(paths['apis/apps/v1'].serverRelativeURL.startsWith('/openapi/v3/apis/apps/v1?hash='), 'local entries untouched');
+    assert.equal(paths['apis/lifecycle.k8s.io/v1alpha1'].serverRelativeURL, '/openapi/v3/apis/lifecycle.k8s.io/v1alpha1');
+    const doc = await call(url, paths['apis/lifecycle.k8s.io/v1alpha1'].serverRelativeURL);
+    assert.equal(doc.status, 200);
+    assert.equal(doc.headers['x-sim-server'], NEW);
+    const local = await call(url, '/openapi/v3/apis/apps/v1');
+    assert.equal(local.headers['x-sim-server'], OLD);
   });
 
   test('kubectl 1.27 (legacy discovery) gets a resource only the new version serves', async (t) => {
