@@ -5,7 +5,6 @@
 // independent decoder; the compact JSON rules; the ETag format (§5.2).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
@@ -21,9 +20,6 @@ import { formatTime, parseTime } from '../../src/discovery/codec/time';
 import { discoveryETag } from '../../src/discovery/etag';
 import { mergeResources } from '../../src/discovery/merge';
 import {
-  APIDISCOVERY_PROTO,
-  META_PROTO,
-  RUNTIME_PROTO,
   discoveryProtoRoot,
 } from '../../src/discovery/proto/schema';
 import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/discovery/types';
@@ -150,12 +146,6 @@ test('protobuf: each fixture document round-trips (encode → decode → encode 
 
 // ---- protobuf: the reflection schema as an independent decoder ----------------------------------
 
-test('schema: the embedded texts equal the .proto files', () => {
-  const dir = join(__dirname, '..', '..', 'src', 'discovery', 'proto');
-  assert.equal(readFileSync(join(dir, 'apidiscovery.proto'), 'utf8'), APIDISCOVERY_PROTO);
-  assert.equal(readFileSync(join(dir, 'meta.proto'), 'utf8'), META_PROTO);
-  assert.equal(readFileSync(join(dir, 'runtime.proto'), 'utf8'), RUNTIME_PROTO);
-});
 
 function reflectDecode(body: Uint8Array, version: 'v2' | 'v2beta1', type: string): Record<string, unknown> {
   const root = discoveryProtoRoot();

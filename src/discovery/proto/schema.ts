@@ -1,6 +1,5 @@
-// The discovery protobuf schema, embedded so that it needs no file at run time (it works the
-// same from src/ under tsx and from dist/). The texts equal the .proto files beside this module;
-// test/unit/codec.test.ts checks that they stay equal. The hand-written codec
+// The discovery protobuf schema: the three .proto texts live here and only here (embedded, so they
+// need no file at run time, from src/ under tsx and from dist/ alike). The hand-written codec
 // (../codec/protobuf.ts) follows these field numbers; the protobufjs reflection root built here is
 // the independent cross-check used by the tests, and is available to tools.
 import { Root, parse } from "protobufjs";
@@ -8,8 +7,7 @@ import { Root, parse } from "protobufjs";
 export const APIDISCOVERY_PROTO = `// apidiscovery.k8s.io/v2 aggregated discovery, hand-written for mvproxy from the field numbers of
 // k8s.io/api apidiscovery/v2/generated.proto (spec §7.2). v2beta1 (package
 // k8s.io.api.apidiscovery.v2beta1) is field-for-field identical: schema.ts builds it from this
-// file by changing the package line. Keep this file and APIDISCOVERY_PROTO in schema.ts equal
-// (a unit test compares them).
+// text by changing the package line.
 syntax = "proto2";
 
 package k8s.io.api.apidiscovery.v2;
