@@ -3,7 +3,7 @@
 // response through ClientResponse, whatever carries the bytes.
 
 import type { Readable } from 'node:stream';
-import type { ResponseHead } from '../upstream/headers';
+import type { Identity, ResponseHead } from '../upstream/headers';
 
 export interface ClientResponse {
   /**
@@ -41,4 +41,6 @@ export interface Exchange {
   onClientClose: (() => void) | null;
   /** True once the client went away. */
   readonly clientClosed: boolean;
+  /** The user of a client certificate the front end verified (--client-ca-file), if any. */
+  readonly identity?: Identity;
 }

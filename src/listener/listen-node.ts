@@ -11,23 +11,38 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Exchange } from './exchange';
 import { NodeExchange } from './node-http';
-import type { RunningListener } from './uws';
+import type { Identity } from '../upstream/headers';
+import { MAX_HEADER_BYTES, type RunningListener } from './uws';
 
 export interface NodeListenerOptions {
   host: string;
   port: number;
-  tls?: { cert: Buffer; key: string | Buffer; ca?: Buffer };
+  /** `clientCA`: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
+  tls?: { cert: Buffer; key: string | Buffer; clientCA?: Buffer };
   onRequest(ex: Exchange): void;
   /** HTTP Upgrade (exec/attach/port-forward over WebSocket or SPDY); absent = refused with a Status. */
   onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
 }
 
 /** Long-lived keep-alive like kube-apiserver's clients expect; 16 KiB of headers fits bearer JWTs plus Impersonate-*. */
-const SERVER_OPTIONS: http.ServerOptions = { keepAliveTimeout: 30_000, maxHeaderSize: 16 * 1024, requestTimeout: 0, headersTimeout: 60_000 };
+const SERVER_OPTIONS: http.ServerOptions = { keepAliveTimeout: 30_000, maxHeaderSize: MAX_HEADER_BYTES, requestTimeout: 0, headersTimeout: 60_000 };
 
 export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener> {
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => o.onRequest(new NodeExchange(req, res));
-  const server = o.tls ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(SERVER_OPTIONS, handler);
+  const clientCA = o.tls?.clientCA;
+  // Per connection: the verified certificate's user, computed once (null: no verified certificate).
+  const identities = new WeakMap<TLSSocket, Identity | null>();
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    let identity: Identity | null | undefined;
+    if (clientCA) {
+      const sock = req.socket as TLSSocket;
+      identity = identities.get(sock);
+      if (identity === undefined) identities.set(sock, (identity = certificateIdentity(sock)));
+    }
+    o.onRequest(new NodeExchange(req, res, identity ?? undefined));
+  };
+  const server = o.tls
+    ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key, ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
+    : http.createServer(SERVER_OPTIONS, handler);
   if (o.onUpgrade) server.on('upgrade', o.onUpgrade);
   return start(server, o.host, o.port);
 }
@@ -66,6 +81,21 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3).
   server.on('upgrade', (_req, socket: Socket) => socket.destroy());
   return start(server, o.host, o.port);
+}
+
+/**
+ * The user of a verified client certificate, as kube-apiserver's x509 authenticator reads it:
+ * user = CN, groups = O (spec §2.5; k8s.io/apiserver x509 CommonNameUserConversion). An
+ * unverified or absent certificate yields no identity (the request may still carry a token).
+ */
+export function certificateIdentity(sock: TLSSocket): Identity | null {
+  if (!sock.authorized) return null;
+  const subject = sock.getPeerCertificate()?.subject;
+  const cn = subject?.CN;
+  const user = Array.isArray(cn) ? cn[0] : cn;
+  if (!user) return null;
+  const o = subject.O;
+  return { user, groups: Array.isArray(o) ? o : o ? [o] : [] };
 }
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {

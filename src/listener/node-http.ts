@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange } from './exchange';
-import type { ResponseHead } from '../upstream/headers';
+import type { Identity, ResponseHead } from '../upstream/headers';
 
 export class NodeResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
@@ -47,8 +47,10 @@ export class NodeExchange implements Exchange {
   readonly res: NodeResponse;
   onClientClose: (() => void) | null = null;
   clientClosed = false;
+  readonly identity?: Identity;
 
-  constructor(req: IncomingMessage, res: ServerResponse) {
+  constructor(req: IncomingMessage, res: ServerResponse, identity?: Identity) {
+    this.identity = identity;
     this.method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const q = url.indexOf('?');

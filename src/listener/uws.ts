@@ -18,6 +18,9 @@ type UWS = typeof import('uwebsockets');
 
 /** Loads the native module, or returns the reason it cannot load (the caller falls back to node:http). */
 export function loadUWS(): { uws: UWS } | { error: Error } {
+  // Read once when the module loads: bearer JWTs plus Impersonate-* headers pass uWS's 4 KiB
+  // default (stack.md §3); 16 KiB matches the node front end's maxHeaderSize.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(MAX_HEADER_BYTES);
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return { uws: require('uwebsockets') as UWS };
@@ -38,6 +41,9 @@ function statusLine(code: number): string {
 
 const WATCH_KEEPALIVE_BYTE = Buffer.from(' ');
 
+/** Request header block limit of both front ends (node: maxHeaderSize). */
+export const MAX_HEADER_BYTES = 16 * 1024;
+
 export class UwsResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
   aborted = false;
@@ -55,6 +61,11 @@ export class UwsResponse implements ClientResponse {
 
   get headersSent(): boolean {
     return this.head !== null;
+  }
+
+  /** uWS forbids any use of the response after it ended or was aborted. */
+  get usable(): boolean {
+    return !this.aborted && !this.done;
   }
 
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
@@ -176,27 +187,33 @@ class UwsExchange implements Exchange {
       this.onClientClose = null;
       if (cb) cb();
     });
-    if (hasBody) this.body = bodyStream(res);
+    if (hasBody) this.body = bodyStream(res, this.res);
   }
 }
 
 /** The request body as a Readable with backpressure: uWS pauses reading while undici is behind. */
-function bodyStream(res: HttpResponse): Readable {
+function bodyStream(res: HttpResponse, out: UwsResponse): Readable {
   let paused = false;
   const r = new Readable({
     highWaterMark: 64 * 1024,
     read() {
-      if (paused) {
+      if (paused && out.usable) {
         paused = false;
         res.resume();
       }
     },
   });
   res.onData((ab, isLast) => {
+    // The response may have ended before the upload did (an early 401): uWS then throws on any use
+    // of `res`, and a throw here kills the process. Drop the rest of the body.
+    if (!out.usable) {
+      if (!r.destroyed) r.destroy();
+      return;
+    }
     if (ab.byteLength > 0) {
       const copy = Buffer.allocUnsafe(ab.byteLength);
       copy.set(new Uint8Array(ab));
-      if (!r.push(copy) && !isLast && !paused) {
+      if (!r.push(copy) && !isLast && !paused && out.usable) {
         paused = true;
         res.pause();
       }

@@ -15,7 +15,7 @@ import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import type { RouteTableHolder } from '../routing/holder';
 import { forward, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
-import { forwardRequestHeaders } from '../upstream/headers';
+import { forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
 import { statusBody, STATUS_CONTENT_TYPE } from '../respond/status';
@@ -30,6 +30,8 @@ export interface ProxyHandlerOptions {
   proxyEnabled: boolean;
   /** Answer legacy /apis, /apis/<g>, /apis/<g>/<v> for peer-only group/versions from the merged data. */
   legacyDiscoveryFix: boolean;
+  /** Front-proxy identity header names (--requestheader-*-headers). */
+  identityRules?: IdentityHeaderRules;
   requestTimeoutMs: number;
   metrics: Metrics;
   log: Logger;
@@ -39,19 +41,45 @@ export interface ProxyHandlerOptions {
 
 export class ProxyHandler {
   private readonly pickStart: (n: number) => number;
-  /** Forwarded requests not yet answered (drain waits for it to reach 0). */
-  inflight = 0;
-  /** Long-running exchanges (watches, logs -f), ended cleanly at shutdown. */
+  /** Non-long-running exchanges in flight, each with a deadline (--request-timeout as a whole). */
+  private readonly timed = new Set<ForwardHandler>();
+  /** Long-running exchanges (watches, logs -f), ended cleanly at shutdown, never timed out. */
   private readonly streams = new Set<ForwardHandler>();
+  /**
+   * One sweep for every deadline instead of a timer per request: a request is cut at most
+   * DEADLINE_SWEEP_MS after its deadline (undici's headersTimeout/bodyTimeout only measure silence,
+   * so a body that trickles or stalls half-way would otherwise hold a connection for ever).
+   */
+  private readonly sweeper: NodeJS.Timeout;
   /** Set at shutdown once the listeners stopped accepting: requests on kept-alive connections get 429. */
   draining = false;
   constructor(private readonly o: ProxyHandlerOptions) {
     this.pickStart = o.pickStart ?? ((n) => (n === 1 ? 0 : Math.floor(Math.random() * n)));
+    this.sweeper = setInterval(() => this.expireOverdue(), DEADLINE_SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  /** Forwarded requests not yet answered (shutdown drains until it is 0). */
+  get inflight(): number {
+    return this.timed.size + this.streams.size;
+  }
+
+  private expireOverdue(): void {
+    if (this.timed.size === 0) return;
+    const now = performance.now();
+    for (const h of this.timed) if (h.deadline < now) h.expire();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
   }
 
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
     if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    // Only origin-form targets: an absolute-form (http://host/path) or asterisk-form (*) target would
+    // be routed on one path while the apiserver reads another.
+    if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const start = performance.now();
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     const d = this.o.proxyEnabled ? decide(info, ex.peerProxied, this.o.routes.current) : DECISION_PROXY_DISABLED;
@@ -121,19 +149,21 @@ export class ProxyHandler {
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
     if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
   }
 
   private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean): void {
     const longRunning = ri !== undefined && isLongRunning(ri);
-    this.inflight++;
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
     h = forward(ex, this.o.local, {
       // From the peer listener the source's x-kubernetes-peer-proxied: true passes on unchanged, so
-      // the local apiserver (if it runs the in-tree filter too) also serves it locally.
-      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false }),
+      // the local apiserver (if it runs the in-tree filter too) also serves it locally; so do the
+      // identity headers the source mvproxy wrote (the peer connection is verified), re-sent with
+      // this node's proxy client certificate.
+      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false, identityRules: this.o.identityRules, identity: ex.identity, trustIdentityHeaders: fromPeer }),
       longRunning,
       requestTimeoutMs: this.o.requestTimeoutMs,
       onDone: (status) => {
@@ -147,12 +177,22 @@ export class ProxyHandler {
         this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_LOCAL_UNAVAILABLE', 'local', ri, start);
       },
     });
-    if (longRunning && !h.done) this.streams.add(h);
+    this.track(h, longRunning, start);
+  }
+
+  private track(h: ForwardHandler, longRunning: boolean, start: number): void {
+    if (h.done) return;
+    if (longRunning) this.streams.add(h);
+    else {
+      h.deadline = start + this.o.requestTimeoutMs;
+      this.timed.add(h);
+    }
   }
 
   private settled(h: ForwardHandler | undefined, longRunning: boolean): void {
-    this.inflight--;
-    if (longRunning && h) this.streams.delete(h);
+    if (h === undefined) return;
+    if (longRunning) this.streams.delete(h);
+    else this.timed.delete(h);
   }
 
   /** Shutdown: ends every watch and log stream cleanly; returns how many there were. */
@@ -173,11 +213,10 @@ export class ProxyHandler {
       this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
       return;
     }
-    this.inflight++;
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined;
     h = forward(ex, this.o.peers.get(address), {
-      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true }),
+      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true, identityRules: this.o.identityRules, identity: ex.identity }),
       longRunning,
       requestTimeoutMs: this.o.requestTimeoutMs,
       onDone: (status) => {
@@ -198,7 +237,7 @@ export class ProxyHandler {
         this.fail(ex, timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
       },
     });
-    if (longRunning && !h.done) this.streams.add(h);
+    this.track(h, longRunning, start);
   }
 
   private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: GVR): void {
@@ -251,8 +290,11 @@ function isApisPath(path: string): boolean {
 }
 
 function timeoutCode(err: Error & { code?: string }): ErrorCode | undefined {
-  return err.code === 'UND_ERR_HEADERS_TIMEOUT' ? 'MVP_ERR_UPSTREAM_TIMEOUT' : undefined;
+  return err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'MVP_ERR_REQUEST_TIMEOUT' ? 'MVP_ERR_UPSTREAM_TIMEOUT' : undefined;
 }
+
+/** How often deadlines are checked: a request ends within this much of --request-timeout. */
+const DEADLINE_SWEEP_MS = 250;
 
 function errText(err: Error & { code?: string }): string {
   return err.code ? `${err.code}: ${err.message}` : err.message;

@@ -58,6 +58,15 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     return this.finished;
   }
 
+  /** Deadline (performance.now() ms) of a non-long-running request; Infinity for streams. */
+  deadline = Infinity;
+
+  /** The request ran past --request-timeout as a whole: 504 if nothing was answered yet, else cut. */
+  expire(): void {
+    if (this.finished) return;
+    if (this.abortUpstream) this.abortUpstream(new RequestTimeoutError());
+  }
+
   /** Ends a streaming response cleanly (shutdown): the upstream is released, the client sees a normal end. */
   endCleanly(): void {
     if (this.finished) return;
@@ -121,6 +130,13 @@ export class ClientClosedError extends Error {
   readonly code = 'MVP_ERR_CLIENT_CLOSED';
   constructor() {
     super('the client closed the connection');
+  }
+}
+
+export class RequestTimeoutError extends Error {
+  readonly code = 'MVP_ERR_REQUEST_TIMEOUT';
+  constructor() {
+    super('the request did not complete within --request-timeout');
   }
 }
 

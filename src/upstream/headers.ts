@@ -23,9 +23,48 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+/** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
+export interface Identity {
+  readonly user: string;
+  readonly groups: readonly string[];
+}
+
+/**
+ * Front-proxy identity header names (kube-apiserver --requestheader-*-headers). Every configured
+ * name and prefix — and always the X-Remote-* defaults — is stripped from untrusted requests; the
+ * first of each is the one mvproxy writes.
+ */
+export class IdentityHeaderRules {
+  private readonly names: Set<string>;
+  private readonly prefixes: string[];
+  readonly userHeader: string;
+  readonly groupHeader: string;
+
+  constructor(userHeaders: readonly string[] = ['X-Remote-User'], groupHeaders: readonly string[] = ['X-Remote-Group'], extraPrefixes: readonly string[] = ['X-Remote-Extra-']) {
+    this.names = new Set([...userHeaders, ...groupHeaders, 'X-Remote-Uid'].map((n) => n.toLowerCase()));
+    this.prefixes = [...new Set(['x-remote-', ...extraPrefixes.map((p) => p.toLowerCase())])];
+    this.userHeader = (userHeaders[0] ?? 'X-Remote-User').toLowerCase();
+    this.groupHeader = (groupHeaders[0] ?? 'X-Remote-Group').toLowerCase();
+  }
+
+  isIdentityHeader(lowerName: string): boolean {
+    if (this.names.has(lowerName)) return true;
+    for (const p of this.prefixes) if (lowerName.startsWith(p)) return true;
+    return false;
+  }
+}
+
+const DEFAULT_IDENTITY_RULES = new IdentityHeaderRules();
+
 export interface ForwardHeaderOptions {
   /** The client's address, appended to X-Forwarded-For. */
   remoteAddress: string;
+  /** Identity header names; default X-Remote-User, X-Remote-Group, X-Remote-Extra-. */
+  identityRules?: IdentityHeaderRules;
+  /** Pass incoming identity headers through: only for requests from a verified peer (its source mvproxy set them). */
+  trustIdentityHeaders?: boolean;
+  /** The user mvproxy authenticated itself (client certificate), written as identity headers. */
+  identity?: Identity;
   /** Set x-kubernetes-peer-proxied: true (the peer hop). Otherwise any client value passes through to the local apiserver, as in-tree. */
   peerHop: boolean;
   /** Keep Connection/Upgrade (a protocol upgrade is being tunnelled). */
@@ -38,6 +77,7 @@ export interface ForwardHeaderOptions {
  */
 export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHeaderOptions): string[] {
   const out: string[] = [];
+  const rules = o.identityRules ?? DEFAULT_IDENTITY_RULES;
   let connectionTokens: string | undefined;
   let xff: string | undefined;
   for (let i = 0; i < incoming.length; i += 2) {
@@ -54,7 +94,7 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
       continue;
     }
     if (named !== undefined && named.has(name)) continue;
-    if (isRemoteIdentityHeader(name)) continue;
+    if (!o.trustIdentityHeaders && rules.isIdentityHeader(name)) continue;
     if (name === 'x-forwarded-for') {
       xff = xff === undefined ? value : xff + ', ' + value;
       continue;
@@ -64,12 +104,11 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
   }
   out.push('x-forwarded-for', xff === undefined ? o.remoteAddress : xff + ', ' + o.remoteAddress);
   if (o.peerHop) out.push(PeerProxiedHeader, 'true');
+  if (o.identity) {
+    out.push(rules.userHeader, o.identity.user);
+    for (const g of o.identity.groups) out.push(rules.groupHeader, g);
+  }
   return out;
-}
-
-/** X-Remote-User, X-Remote-Uid, X-Remote-Group, X-Remote-Extra-*: kube-apiserver's default front-proxy header names (spec §2.5). */
-export function isRemoteIdentityHeader(lowerName: string): boolean {
-  return lowerName.length >= 9 && lowerName.startsWith('x-remote-');
 }
 
 function connectionHeaderNames(tokens: string): Set<string> {

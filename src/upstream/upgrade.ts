@@ -8,7 +8,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { forwardRequestHeaders } from './headers';
+import { forwardRequestHeaders, type Identity, type IdentityHeaderRules } from './headers';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../observability/log';
 import { statusBody } from '../respond/status';
@@ -16,12 +16,13 @@ import { statusBody } from '../respond/status';
 /** Open tunnels, so shutdown can cut them (an exec session never ends by itself). */
 export const openTunnels = new Set<Duplex>();
 
-export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer, target: URL, tlsFiles: TLSFiles | undefined, log: Logger): void {
+export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer, target: URL, tlsFiles: TLSFiles | undefined, log: Logger, identity?: Identity, identityRules?: IdentityHeaderRules): void {
   openTunnels.add(client);
   client.once('close', () => openTunnels.delete(client));
   const incoming: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i].toLowerCase(), req.rawHeaders[i + 1]);
-  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: false, upgrade: true });
+  // Same identity rules as any request: client X-Remote-* stripped, a certificate user forwarded.
+  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: false, upgrade: true, identity, identityRules });
   const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
   let lines = `${req.method} ${req.url} HTTP/1.1\r\nhost: ${target.host}\r\n`;
   for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
