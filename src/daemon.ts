@@ -6,18 +6,28 @@ import type http from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type DaemonConfig, isLoopback } from './config/types';
 import { createPool, PeerPools, PEER_SERVER_NAME, type TLSFiles } from './upstream/pools';
+import { IdentityHeaderRules } from './upstream/headers';
 import { RouteTableHolder } from './routing/holder';
 import { ProxyHandler, writeStatus } from './proxy/handler';
 import { DiscoverySync } from './discovery/sync';
 import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
-import { listenNode, listenPeer } from './listener/listen-node';
+import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
+import type { TLSSocket } from 'node:tls';
 import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
 import { openTunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenOps } from './observability/ops-server';
 import pkg from '../package.json';
+import type https from 'node:https';
+import { Peering } from './peers/peering';
+import { ReloadablePool } from './lifecycle/certs';
+import { startCertReload } from './lifecycle/reload';
+import { BearerTokenFile, withBearerToken } from './lifecycle/token';
+
+/** Graceful shutdown waits at most this long for the identity Lease deletion (kubernetes#140242: never hang on the apiserver). */
+const LEASE_RELEASE_TIMEOUT_MS = 2_000;
 
 export interface Daemon {
   readonly config: DaemonConfig;
@@ -28,6 +38,8 @@ export interface Daemon {
   readonly routes: RouteTableHolder;
   readonly sync: DiscoverySync;
   readonly metrics: Metrics;
+  /** Membership and peer health (undefined when the proxy is off). */
+  readonly peering: Peering | undefined;
   /** Replaces the static peer list and refreshes discovery now (resolves when the new table is published). */
   setStaticPeers(peers: { id: string; address: string }[]): Promise<void>;
   /**
@@ -61,28 +73,46 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   const proxyEnabled = gateOn && !!config.peerCAFile;
   if (gateOn && !config.peerCAFile) log.info(0, '--peer-ca-file is not set: the mixed version proxy is off and every request goes to the local apiserver');
 
-  const clientTLS = config.tlsCertFile && config.tlsPrivateKeyFile ? { cert: read(config.tlsCertFile)!, key: read(config.tlsPrivateKeyFile)! } : undefined;
+  const clientTLS = config.tlsCertFile && config.tlsPrivateKeyFile ? { cert: read(config.tlsCertFile)!, key: read(config.tlsPrivateKeyFile)!, clientCA: read(config.clientCAFile) } : undefined;
+  if (config.clientCAFile && config.frontend !== 'node') {
+    throw new ConfigError('--client-ca-file needs a front end that can read client certificates: --frontend=node (the uWebSockets.js build that loads on Node 20 cannot see them)');
+  }
   if (!clientTLS && !isLoopback(config.bindAddress)) {
     throw new ConfigError(`--bind-address=${config.bindAddress} is not a loopback address: plain HTTP is only served on loopback; set --tls-cert-file and --tls-private-key-file`);
   }
 
   const localURL = new URL(config.localAPIServer);
-  const localTLS: TLSFiles | undefined = localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile), servername: config.localAPIServerServerName } : undefined;
-  const local: Dispatcher = createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS });
+  // The proxy client certificate goes to the local apiserver too: it is what makes the identity
+  // headers of certificate users (--client-ca-file) and of peers' users trusted there.
+  const localTLS: TLSFiles | undefined =
+    localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile), servername: config.localAPIServerServerName, cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile) } : undefined;
+  // Reloadable: a new --local-apiserver-ca-file (or proxy client pair) makes a new pool, the old one drains.
+  const localPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS }));
+  const local: Dispatcher = localPool;
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
   const routes = new RouteTableHolder();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
-  const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
+  const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
+  const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
 
-  let staticPeers = config.staticPeers;
+  // mvproxy's own calls to the local apiserver (discovery, CRD lists, identity Leases) carry its token; clients' requests never do.
+  const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
+  token?.start();
+  const ownLocal = token ? withBearerToken(local, () => token.current) : local;
+  // Membership (static list or identity Leases) and peer health; started once the peer listener is up.
+  const peering = proxyEnabled
+    ? new Peering({ config, local: ownLocal, peerPools, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void sync.refresh(); }, onReachabilityChange: () => sync.republish() })
+    : undefined;
+  peering?.load();
   const sync = new DiscoverySync({
     localID: config.serverID,
-    local,
+    local: ownLocal,
     peerPools,
     routes,
-    peers: () => (proxyEnabled ? staticPeers : []),
+    peers: () => peering?.peers() ?? [],
+    peerReachable: (id) => peering?.reachable(id) ?? true,
     refreshIntervalMs: config.discoveryRefreshIntervalMs,
     peerGraceMs: config.peerDiscoveryGraceMs,
     fetchTimeoutMs: Math.min(config.requestTimeoutMs, 10_000),
@@ -91,10 +121,13 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   });
 
   const listeners: RunningListener[] = [];
-  const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) => tunnelUpgrade(req, socket, head, localURL, localTLS, log);
+  const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+    tunnelUpgrade(req, socket, head, localURL, localTLS, log, clientTLS?.clientCA ? (certificateIdentity(req.socket as TLSSocket) ?? undefined) : undefined, identityRules);
 
   let frontend = config.frontend;
   let clientPort: number;
+  let clientServer: https.Server | undefined;
+  let peerServer: https.Server | undefined;
   if (frontend === 'uws') {
     const loaded = (deps.loadUWS ?? loadUWS)();
     if ('error' in loaded) {
@@ -121,6 +154,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   }
   if (frontend === 'node') {
     const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
+    if (clientTLS) clientServer = l.server as https.Server;
     listeners.push(l);
     clientPort = l.port;
   }
@@ -149,6 +183,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     });
     listeners.push(l);
     peerPort = l.port;
+    peerServer = l.server as https.Server;
   }
 
   let shuttingDown = false;
@@ -160,9 +195,18 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // One dead peer is what this daemon exists to survive: peers are informational, never failing readiness.
   const addPeerChecks = (peers: readonly { id: string }[]) => {
     for (const n of health.names('readyz')) if (n.startsWith('peer-')) health.remove('readyz', n);
-    for (const p of peers) health.addInformational('readyz', `peer-${p.id}`, () => (sync.peerUp(p.id) === false ? new Error(`peer ${p.id} did not answer its last discovery fetch`) : null));
+    for (const p of peers) {
+      health.addInformational('readyz', `peer-${p.id}`, () => {
+        const why = peering?.problem(p.id);
+        if (why) return new Error(why);
+        return sync.peerUp(p.id) === false ? new Error(`peer ${p.id} did not answer its last discovery fetch`) : null;
+      });
+    }
   };
-  addPeerChecks(staticPeers);
+  addPeerChecks(peering?.peers() ?? []);
+  if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
+  peering?.start(peerPort);
+  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: localPool, localTLS });
   const ops = await listenOps({ address: config.metricsBindAddress, metrics, health });
 
   // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.
@@ -180,15 +224,18 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     routes,
     sync,
     metrics,
+    peering,
     setStaticPeers(peers) {
-      staticPeers = peers;
-      addPeerChecks(peers);
+      peering?.setStaticPeers(peers); // a change calls addPeerChecks and refreshes (onMembershipChange)
       return sync.refresh();
     },
     async shutdown() {
       if (shuttingDown) return;
       shuttingDown = true;
       log.info(0, 'shutting down: /readyz fails from now on', { delayMs: config.shutdownDelayMs, drainTimeoutMs: config.shutdownDrainTimeoutMs });
+      // Leave the membership first (lease mode: delete the identity Lease), so peers stop routing
+      // here while this node still serves; bounded, and overlapping the delay and the drain.
+      const left = peering?.release(LEASE_RELEASE_TIMEOUT_MS) ?? Promise.resolve();
       if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs);
       for (const l of listeners) l.stopAccepting();
       handler.draining = true;
@@ -196,6 +243,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       const drainEnd = Date.now() + config.shutdownDrainTimeoutMs;
       while (handler.inflight > 0 && Date.now() < drainEnd) await sleep(20);
       log.info(0, 'drained', { endedStreams: streams, unfinished: handler.inflight });
+      await left;
       await close();
     },
     close,
@@ -203,9 +251,13 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   return daemon;
 
   async function close(): Promise<void> {
+      peering?.stop();
+      certReload.stop();
+      token?.stop();
       for (const l of listeners) l.close();
       ops.close();
       for (const t of openTunnels) t.destroy();
+      handler.close();
       await sync.stop();
       await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);
   }

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { DEFAULTS, type DaemonConfig, type Frontend } from '../config/types';
+import { DEFAULTS, type DaemonConfig, type Frontend, type PeerDiscoveryMode } from '../config/types';
 import { FlagError, featureGateHelp, formatDuration, parseFeatureGateFlags, parseGoBool, resolveFeatureGates } from './featuregate';
 import {
   CONFIG_API_VERSION,
@@ -16,10 +16,12 @@ import {
   ValueError,
   checkChoice,
   checkDNSName,
+  checkAdvertiseIP,
   checkDuration,
   checkHostPort,
   checkIP,
   checkInt,
+  checkNamespace,
   checkPort,
   checkServerID,
   checkStaticPeer,
@@ -34,6 +36,9 @@ const split = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 /** Defaults of the list flags: the first use replaces it, later uses append (pflag StringSlice). */
 const NO_NAMES: string[] = [];
 const NO_PEERS: string[] = [];
+const DEFAULT_USER_HEADERS = [...DEFAULTS.requestheaderUsernameHeaders];
+const DEFAULT_GROUP_HEADERS = [...DEFAULTS.requestheaderGroupHeaders];
+const DEFAULT_EXTRA_PREFIX = [...DEFAULTS.requestheaderExtraHeadersPrefix];
 const list = (empty: string[]) => (v: string, prev: string[]) => (prev === empty ? split(v) : [...prev, ...split(v)]);
 const ms = formatDuration;
 
@@ -93,7 +98,21 @@ export function daemonFlags(cmd: Command): Command {
     .option('--proxy-client-key-file <file>', 'key for --proxy-client-cert-file')
     .option('--requestheader-client-ca-file <file>', "CA bundle that verifies peers' proxy client certificates on the peer listener")
     .option('--requestheader-allowed-names <names>', 'comma-separated common names allowed on the peer listener; empty = any name signed by the CA; repeatable', list(NO_NAMES), NO_NAMES)
+    .option('--client-ca-file <file>', 'CA bundle that verifies client certificates on the client listener (needs --frontend=node and TLS); a verified certificate user (CN, groups from O) is forwarded to the apiservers as front-proxy identity headers with --proxy-client-cert-file')
+    .option('--requestheader-username-headers <names>', 'header names for the forwarded user, as kube-apiserver\'s flag (the first is sent; all are stripped from clients)', list(DEFAULT_USER_HEADERS), DEFAULT_USER_HEADERS)
+    .option('--requestheader-group-headers <names>', 'header names for the forwarded groups (the first is sent; all are stripped from clients)', list(DEFAULT_GROUP_HEADERS), DEFAULT_GROUP_HEADERS)
+    .option('--requestheader-extra-headers-prefix <prefixes>', 'header prefixes for forwarded extra attributes (the first is used; all are stripped from clients)', list(DEFAULT_EXTRA_PREFIX), DEFAULT_EXTRA_PREFIX)
     .option('--static-peers <list>', 'comma-separated peers as <server-id>=<host:port> of their peer listeners; repeatable', list(NO_PEERS), NO_PEERS)
+    .addOption(new Option('--peer-discovery <mode>', 'how peers are found: static (--static-peers and --peers-file) or lease (a coordination.k8s.io/v1 Lease per mvproxy in --lease-namespace, read and written through the local apiserver, which then needs credentials: --local-apiserver-token-file)').choices(['static', 'lease']).default(DEFAULTS.peerDiscovery))
+    .option('--peers-file <file>', 'static peers as a YAML or JSON list of {id, address} (the same file can list every node: this node\'s own server ID is skipped); re-read when it changes, the last good list kept when it is invalid')
+    .option('--lease-namespace <namespace>', 'namespace of the identity Leases (--peer-discovery=lease)', DEFAULTS.leaseNamespace)
+    .option('--identity-lease-duration-seconds <seconds>', "duration of this node's identity Lease; a Lease not renewed within it counts as gone", String(DEFAULTS.identityLeaseDurationSeconds))
+    .option('--identity-lease-renew-interval-seconds <seconds>', 'how often the identity Lease is renewed (default: a third of --identity-lease-duration-seconds)')
+    .option('--peer-probe-interval <duration>', "how often each peer's peer listener is probed (GET /readyz); a peer that fails is skipped when choosing a peer until it answers again", ms(DEFAULTS.peerProbeIntervalMs))
+    .option('--advertise-address <ip>', 'the IP address peers reach this node on (with the peer listener\'s port) when --peer-advertise-ip/--peer-advertise-port are not both set (default: --peer-bind-address unless it is a wildcard, else the first non-loopback IPv4 address of the host)')
+    .option('--peer-advertise-ip <ip>', 'the IP address advertised to peers in the identity Lease; used only together with --peer-advertise-port (as kube-apiserver)')
+    .option('--peer-advertise-port <port>', 'the port advertised to peers in the identity Lease; used only together with --peer-advertise-ip')
+    .option('--local-apiserver-token-file <file>', "bearer token for mvproxy's own requests to the local apiserver (identity Leases, discovery, CRD and APIService lists; never clients' requests), re-read when the file changes")
     .option('--server-id <id>', "this node's server ID, an RFC 1123 subdomain (default: derived from the host name, mvproxy-<hash>)")
     .option('--feature-gates <gates>', `comma-separated key=value pairs that describe feature gates; repeatable. Options are:\n${featureGateHelp()}`, collect, [] as string[])
     .option('--request-timeout <duration>', 'upper bound for non-long-running requests to an upstream', ms(DEFAULTS.requestTimeoutMs))
@@ -203,7 +222,21 @@ function parseFlagValues(o: Record<string, unknown>): FlagValues {
     peerCAFile: s('peerCaFile') || undefined,
     requestheaderClientCAFile: s('requestheaderClientCaFile') || undefined,
     requestheaderAllowedNames: [...((o.requestheaderAllowedNames as string[] | undefined) ?? [])],
+    clientCAFile: s('clientCaFile') || undefined,
+    requestheaderUsernameHeaders: [...((o.requestheaderUsernameHeaders as string[] | undefined) ?? DEFAULT_USER_HEADERS)],
+    requestheaderGroupHeaders: [...((o.requestheaderGroupHeaders as string[] | undefined) ?? DEFAULT_GROUP_HEADERS)],
+    requestheaderExtraHeadersPrefix: [...((o.requestheaderExtraHeadersPrefix as string[] | undefined) ?? DEFAULT_EXTRA_PREFIX)],
     staticPeers,
+    peerDiscovery: str('peer-discovery', (v) => checkChoice<PeerDiscoveryMode>(v, ['static', 'lease'])),
+    peersFile: s('peersFile') || undefined,
+    leaseNamespace: str('lease-namespace', checkNamespace),
+    identityLeaseDurationSeconds: intFlag('identity-lease-duration-seconds', s('identityLeaseDurationSeconds')!, (n) => checkInt(n, 1, 86_400)),
+    identityLeaseRenewIntervalSeconds: s('identityLeaseRenewIntervalSeconds') === undefined ? undefined : intFlag('identity-lease-renew-interval-seconds', s('identityLeaseRenewIntervalSeconds')!, (n) => checkInt(n, 1, 86_400)),
+    peerProbeIntervalMs: dur('peer-probe-interval'),
+    advertiseAddress: s('advertiseAddress') === undefined ? undefined : str('advertise-address', checkAdvertiseIP),
+    peerAdvertiseIP: s('peerAdvertiseIp') === undefined ? undefined : str('peer-advertise-ip', checkAdvertiseIP),
+    peerAdvertisePort: s('peerAdvertisePort') === undefined ? undefined : intFlag('peer-advertise-port', s('peerAdvertisePort')!, (n) => checkInt(n, 1, 65_535)),
+    localAPIServerTokenFile: s('localApiserverTokenFile') || undefined,
     featureGates: resolveFeatureGates(gates),
     requestTimeoutMs: dur('request-timeout'),
     connectTimeoutMs: dur('upstream-connect-timeout'),

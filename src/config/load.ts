@@ -103,6 +103,21 @@ export function checkDNSName(v: string): string {
   return v;
 }
 
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Namespaces are RFC 1123 labels. */
+export function checkNamespace(v: string): string {
+  if (v.length === 0 || v.length > 63 || !DNS1123_LABEL.test(v)) throw new ValueError("must be a namespace name: a lowercase RFC 1123 label (a-z, 0-9, '-'; at most 63 characters)");
+  return v;
+}
+
+/** An address other hosts can dial: an IP, not a wildcard. */
+export function checkAdvertiseIP(v: string): string {
+  if (isIP(v) === 0) throw new ValueError('must be an IP address');
+  if (v === '0.0.0.0' || v === '::' || /^[0:]+$/.test(v)) throw new ValueError('must not be an unspecified (wildcard) address: peers dial it');
+  return v;
+}
+
 export function checkStaticPeer(p: { id: string; address: string }): { id: string; address: string } {
   try {
     checkServerID(p.id);
@@ -157,7 +172,21 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'proxyClientKeyFile', flag: 'proxy-client-key-file', field: 'peers.proxyClientKeyFile', kind: { t: 'path' } },
   { key: 'requestheaderClientCAFile', flag: 'requestheader-client-ca-file', field: 'peers.requestheaderClientCAFile', kind: { t: 'path' } },
   { key: 'requestheaderAllowedNames', flag: 'requestheader-allowed-names', field: 'peers.requestheaderAllowedNames', kind: { t: 'strings' } },
+  { key: 'clientCAFile', flag: 'client-ca-file', field: 'serving.clientCAFile', kind: { t: 'path' } },
+  { key: 'requestheaderUsernameHeaders', flag: 'requestheader-username-headers', field: 'identity.usernameHeaders', kind: { t: 'strings' } },
+  { key: 'requestheaderGroupHeaders', flag: 'requestheader-group-headers', field: 'identity.groupHeaders', kind: { t: 'strings' } },
+  { key: 'requestheaderExtraHeadersPrefix', flag: 'requestheader-extra-headers-prefix', field: 'identity.extraHeadersPrefix', kind: { t: 'strings' } },
   { key: 'staticPeers', flag: 'static-peers', field: 'peers.static', kind: { t: 'peers' } },
+  { key: 'peerDiscovery', flag: 'peer-discovery', field: 'peers.discovery', kind: { t: 'string', check: (v) => checkChoice(v, ['static', 'lease']) } },
+  { key: 'peersFile', flag: 'peers-file', field: 'peers.file', kind: { t: 'path' } },
+  { key: 'leaseNamespace', flag: 'lease-namespace', field: 'peers.lease.namespace', kind: { t: 'string', check: checkNamespace } },
+  { key: 'identityLeaseDurationSeconds', flag: 'identity-lease-duration-seconds', field: 'peers.lease.durationSeconds', kind: { t: 'int', check: (v) => checkInt(v, 1, 86_400) } },
+  { key: 'identityLeaseRenewIntervalSeconds', flag: 'identity-lease-renew-interval-seconds', field: 'peers.lease.renewIntervalSeconds', kind: { t: 'int', check: (v) => checkInt(v, 1, 86_400) } },
+  { key: 'peerProbeIntervalMs', flag: 'peer-probe-interval', field: 'peers.probeInterval', kind: { t: 'duration', minMs: 100 } },
+  { key: 'advertiseAddress', flag: 'advertise-address', field: 'advertiseAddress', kind: { t: 'string', check: checkAdvertiseIP } },
+  { key: 'peerAdvertiseIP', flag: 'peer-advertise-ip', field: 'peerServing.advertiseIP', kind: { t: 'string', check: checkAdvertiseIP } },
+  { key: 'peerAdvertisePort', flag: 'peer-advertise-port', field: 'peerServing.advertisePort', kind: { t: 'int', check: (v) => checkInt(v, 1, 65_535) } },
+  { key: 'localAPIServerTokenFile', flag: 'local-apiserver-token-file', field: 'localAPIServer.tokenFile', kind: { t: 'path' } },
   { key: 'requestTimeoutMs', flag: 'request-timeout', field: 'requestTimeout', kind: { t: 'duration', minMs: 1 } },
   { key: 'connectTimeoutMs', flag: 'upstream-connect-timeout', field: 'upstreamConnectTimeout', kind: { t: 'duration', minMs: 1 } },
   { key: 'discoveryRefreshIntervalMs', flag: 'discovery-refresh-interval', field: 'discovery.refreshInterval', kind: { t: 'duration', minMs: 1000 } },
@@ -543,6 +572,18 @@ export function validateConfig(c: DaemonConfig): void {
       problems.push(`the peer listener needs a serving certificate: set ${settingName('peerTLSCertFile')} and ${settingName('peerTLSPrivateKeyFile')} (or ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')})`);
     }
     if (!c.requestheaderClientCAFile) problems.push(`the peer listener needs ${settingName('requestheaderClientCAFile')} to verify peers' proxy client certificates`);
+  }
+  if (c.clientCAFile) {
+    if (c.frontend !== 'node') problems.push(`${settingName('clientCAFile')} needs a front end that can read client certificates: set ${settingName('frontend')} to node (the uWebSockets.js build that loads on Node 20 cannot see them)`);
+    if (!c.tlsCertFile) problems.push(`${settingName('clientCAFile')} needs TLS on the client listener: set ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')}`);
+    if (!c.proxyClientCertFile) problems.push(`${settingName('clientCAFile')} forwards certificate users as front-proxy headers, which the apiserver trusts only with a proxy client certificate: set ${settingName('proxyClientCertFile')} and ${settingName('proxyClientKeyFile')}`);
+  }
+  if (c.peerDiscovery === 'lease') {
+    if (c.staticPeers.length > 0) problems.push(`${settingName('staticPeers')} is set but ${settingName('peerDiscovery')} is lease: static peers apply only with --peer-discovery=static`);
+    if (c.peersFile) problems.push(`${settingName('peersFile')} is set but ${settingName('peerDiscovery')} is lease: a peers file applies only with --peer-discovery=static`);
+  }
+  if (c.identityLeaseRenewIntervalSeconds !== undefined && c.identityLeaseRenewIntervalSeconds >= c.identityLeaseDurationSeconds) {
+    problems.push(`${settingName('identityLeaseRenewIntervalSeconds')} (${c.identityLeaseRenewIntervalSeconds}) must be less than ${settingName('identityLeaseDurationSeconds')} (${c.identityLeaseDurationSeconds}), or the lease expires between renewals`);
   }
   const ids = new Set<string>();
   for (const p of c.staticPeers) {

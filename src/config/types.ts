@@ -3,6 +3,9 @@
 
 export type Frontend = 'uws' | 'node';
 
+/** How peers are found: a list given by the operator, or Kubernetes Leases through the local apiserver. */
+export type PeerDiscoveryMode = 'static' | 'lease';
+
 export interface DaemonConfig {
   /** Server ID of this node (Kubernetes: its identity lease name). */
   serverID: string;
@@ -35,8 +38,44 @@ export interface DaemonConfig {
   /** CA that peers' proxy client certificates must chain to. */
   requestheaderClientCAFile?: string;
   requestheaderAllowedNames: string[];
+  /**
+   * CA bundle that verifies client certificates on the client listener (node front end only). A
+   * verified certificate's user (CN) and groups (O) are forwarded as front-proxy identity headers.
+   */
+  clientCAFile?: string;
+  /** Header names the apiservers read the user from (kube-apiserver --requestheader-username-headers). The first is sent. */
+  requestheaderUsernameHeaders: string[];
+  /** --requestheader-group-headers; the first is sent, one header per group. */
+  requestheaderGroupHeaders: string[];
+  /** --requestheader-extra-headers-prefix; the first is used. */
+  requestheaderExtraHeadersPrefix: string[];
   /** Static peers: server ID → host:port of their peer listener. */
   staticPeers: { id: string; address: string }[];
+  /**
+   * static: --static-peers plus --peers-file (re-read when it changes). lease: every mvproxy keeps
+   * a coordination.k8s.io/v1 Lease in --lease-namespace and watches the others' (src/peers/lease.ts).
+   */
+  peerDiscovery: PeerDiscoveryMode;
+  /** YAML or JSON list of {id, address} (static mode), re-read when it changes; this node's own ID is skipped. */
+  peersFile?: string;
+  /** Namespace of the identity Leases (lease mode). */
+  leaseNamespace: string;
+  /** spec.leaseDurationSeconds of this node's identity Lease; a lease not renewed within it counts as gone. */
+  identityLeaseDurationSeconds: number;
+  /** How often the identity Lease is renewed; unset = a third of the lease duration. */
+  identityLeaseRenewIntervalSeconds?: number;
+  /** Peer address advertised in the Lease: used only when both are set (as kube-apiserver). */
+  peerAdvertiseIP?: string;
+  peerAdvertisePort?: number;
+  /** This node's address as peers reach it (kube-apiserver --advertise-address); the peer port is added. */
+  advertiseAddress?: string;
+  /**
+   * Bearer token for mvproxy's own requests to the local apiserver (identity Leases, discovery,
+   * CRD and APIService lists), re-read when the file changes. Clients' requests never carry it.
+   */
+  localAPIServerTokenFile?: string;
+  /** How often each peer's peer listener is probed (GET /readyz, one hop); a failing peer is skipped until it answers. */
+  peerProbeIntervalMs: number;
   featureGates: Record<string, boolean>;
   requestTimeoutMs: number;
   connectTimeoutMs: number;
@@ -76,8 +115,20 @@ export const DEFAULTS = {
   verbosity: 2,
   loggingFormat: 'json' as const,
   legacyDiscoveryFix: true,
+  // kubeadm's values for kube-apiserver (which itself has no defaults, spec §2.5).
+  requestheaderUsernameHeaders: ['X-Remote-User'],
+  requestheaderGroupHeaders: ['X-Remote-Group'],
+  requestheaderExtraHeadersPrefix: ['X-Remote-Extra-'],
   shutdownDelayMs: 0, // kube-apiserver's default; set it (e.g. 5s) when a load balancer fronts mvproxy
   shutdownDrainTimeoutMs: 20_000, // delay + drain must fit terminationGracePeriodSeconds (30 s)
+  // Static by default: lease mode needs credentials that let mvproxy read and write Leases through
+  // the local apiserver (--local-apiserver-token-file), which a default install does not have.
+  peerDiscovery: 'static' as PeerDiscoveryMode,
+  leaseNamespace: 'kube-system', // where kube-apiserver keeps its own identity leases
+  // kube-apiserver uses 3600 s (its leases only inform a 1 h garbage collector); mvproxy routes by
+  // its leases, so a crashed node must leave within seconds: 30 s, renewed every 10 s.
+  identityLeaseDurationSeconds: 30,
+  peerProbeIntervalMs: 5_000,
 };
 
 /** Known feature gates (Kubernetes semantics: unknown names are errors). */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { startSimApiserver, ObjectStore, type SimApiserver } from '../sim';
 import { startDaemon, type Daemon } from '../daemon';
 import { createClusterPKI, type ClusterPKI } from '../pki/bundle';
-import { DEFAULTS, type DaemonConfig, type Frontend } from '../config/types';
+import { DEFAULTS, type DaemonConfig, type Frontend, type PeerDiscoveryMode } from '../config/types';
 import type { Logger } from '../observability/log';
 import { silentLogger } from '../observability/log';
 import { Metrics } from '../observability/metrics';
@@ -36,6 +36,12 @@ export interface PlaneOptions {
   log?: Logger;
   /** Per-member config overrides (e.g. short refresh intervals in tests). */
   configure?(c: DaemonConfig, member: MemberSpec): void;
+  /**
+   * static (default): the plane hands each proxy the others' peer addresses. lease: every proxy
+   * writes an identity Lease into the shared store through its own apiserver and finds the others
+   * there, as in a real cluster (short durations belong in `configure`).
+   */
+  peerDiscovery?: PeerDiscoveryMode;
 }
 
 export interface Plane {
@@ -45,8 +51,12 @@ export interface Plane {
   member(name: string): Member;
   /** Restarts a member's apiserver on the same port with another API set (an upgrade or a rollback). */
   replaceApiserver(name: string, spec: Partial<Omit<MemberSpec, 'name'>>): Promise<void>;
-  /** Stops a member's mvproxy (its apiserver keeps running). */
+  /** Stops a member's mvproxy at once, like a crash: no graceful shutdown, its Lease stays until it expires (its apiserver keeps running). */
   stopProxy(name: string): Promise<void>;
+  /** The graceful shutdown sequence of a member's mvproxy (lease mode: it deletes its Lease). */
+  shutdownProxy(name: string): Promise<void>;
+  /** Starts a new member (its own apiserver and mvproxy) after the plane is up: lease mode finds it by itself (not awaited here). */
+  addMember(spec: MemberSpec): Promise<Member>;
   /** Starts a stopped member's mvproxy again on the same ports. */
   startProxy(name: string): Promise<void>;
   close(): Promise<void>;
@@ -60,7 +70,8 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
   const base = o.basePort ?? 0;
   const port = (i: number, k: number) => (base ? base + i * 3 + k : 0);
 
-  for (const [i, spec] of o.members.entries()) {
+  const mode = o.peerDiscovery ?? 'static';
+  const startMember = async (spec: MemberSpec, i: number): Promise<Member> => {
     const sim = await startSimApiserver({ name: spec.name, kubernetesVersion: spec.kubernetesVersion, runtimeConfig: spec.runtimeConfig, store });
     const certs = await pki.node(spec.name);
     const config: DaemonConfig = {
@@ -83,6 +94,7 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
       requestheaderClientCAFile: pki.frontProxyCAFile,
       requestheaderAllowedNames: ['front-proxy-client'],
       staticPeers: [],
+      peerDiscovery: mode,
       featureGates: { UnknownVersionInteroperabilityProxy: true },
     };
     o.configure?.(config, spec);
@@ -92,17 +104,21 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
     config.securePort = daemon.clientPort;
     config.peerPort = daemon.peerPort;
     config.metricsBindAddress = `127.0.0.1:${daemon.metricsPort}`;
-    members.push({
+    const m: Member = {
       spec,
       sim,
       daemon,
-      url: `http://127.0.0.1:${daemon.clientPort}`,
+      url: `${config.tlsCertFile ? 'https' : 'http'}://127.0.0.1:${daemon.clientPort}`,
       metricsUrl: `http://127.0.0.1:${daemon.metricsPort}/metrics`,
       peerAddress: `127.0.0.1:${daemon.peerPort}`,
-    });
-  }
+    };
+    members.push(m);
+    return m;
+  };
+  for (const [i, spec] of o.members.entries()) await startMember(spec, i);
   const peersOf = (m: Member) => members.filter((x) => x !== m).map((x) => ({ id: x.daemon.config.serverID, address: x.peerAddress }));
-  await Promise.all(members.map((m) => m.daemon.setStaticPeers(peersOf(m))));
+  if (mode === 'static') await Promise.all(members.map((m) => m.daemon.setStaticPeers(peersOf(m))));
+  else await seeEachOther(members);
 
   const byName = (name: string) => {
     const m = members.find((x) => x.spec.name === name);
@@ -124,10 +140,18 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
     async stopProxy(name) {
       await byName(name).daemon.close();
     },
+    async shutdownProxy(name) {
+      await byName(name).daemon.shutdown();
+    },
+    async addMember(spec) {
+      const m = await startMember(spec, members.length);
+      if (mode === 'static') await Promise.all(members.map((x) => x.daemon.setStaticPeers(peersOf(x))));
+      return m;
+    },
     async startProxy(name) {
       const m = byName(name);
       const config = configs.get(name)!;
-      config.staticPeers = peersOf(m);
+      if (mode === 'static') config.staticPeers = peersOf(m);
       m.daemon = await startDaemon(config, { log: o.log ?? silentLogger, metrics: new Metrics() });
       await m.daemon.sync.refresh();
     },
@@ -136,6 +160,17 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
       await Promise.all(members.map((m) => m.sim.close().catch(() => undefined)));
     },
   };
+}
+
+/** Lease mode: resolves once every member lists all the others as peers and has fetched their discovery (at most 10 s). */
+async function seeEachOther(members: readonly Member[]): Promise<void> {
+  const end = Date.now() + 10_000;
+  const complete = () => members.every((m) => (m.daemon.peering?.peers().length ?? 0) >= members.length - 1);
+  while (!complete()) {
+    if (Date.now() > end) throw new Error('plane: the members did not find each other through their identity Leases within 10 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await Promise.all(members.map((m) => m.daemon.sync.refresh()));
 }
 
 export function planeDir(root: string, name = 'pki'): string {

@@ -65,13 +65,45 @@ export function legacyAPIGroup(g: APIGroupDiscovery): LegacyAPIGroup | undefined
 }
 
 /** The `/apis` APIGroupList body (groups in document order; groups without versions left out). */
-export function encodeLegacyAPIGroupList(groups: readonly APIGroupDiscovery[]): Buffer {
-  const out: LegacyAPIGroup[] = [];
-  for (const g of groups) {
-    const lg = legacyAPIGroup(g);
-    if (lg !== undefined) out.push(lg);
+export function encodeLegacyAPIGroupList(groups: readonly APIGroupDiscovery[], memo?: LegacyMemo): Buffer {
+  if (memo === undefined) {
+    const out: LegacyAPIGroup[] = [];
+    for (const g of groups) {
+      const lg = legacyAPIGroup(g);
+      if (lg !== undefined) out.push(lg);
+    }
+    return Buffer.from(JSON.stringify({ kind: 'APIGroupList', apiVersion: 'v1', groups: out }), 'utf8');
   }
-  return Buffer.from(JSON.stringify({ kind: 'APIGroupList', apiVersion: 'v1', groups: out }), 'utf8');
+  // The same bytes from each group's JSON (JSON.stringify writes an array as its elements'
+  // JSON.stringify, comma-separated): a group already seen is not described again.
+  let out = '{"kind":"APIGroupList","apiVersion":"v1","groups":[';
+  let first = true;
+  for (const g of groups) {
+    let j = memo.groupJSON.get(g);
+    if (j === undefined) {
+      const lg = legacyAPIGroup(g);
+      j = lg === undefined ? null : JSON.stringify(lg);
+      memo.groupJSON.set(g, j);
+    }
+    if (j === null) continue;
+    out += first ? j : `,${j}`;
+    first = false;
+  }
+  return Buffer.from(`${out}]}`, 'utf8');
+}
+
+/**
+ * What buildLegacyDiscovery may keep between builds of unmodified groups (snapshot.ts
+ * SnapshotMemo): each group's APIGroup JSON (null: no versions) and each version's
+ * APIResourceList, by object identity.
+ */
+export interface LegacyMemo {
+  readonly groupJSON: WeakMap<APIGroupDiscovery, string | null>;
+  readonly resourceLists: WeakMap<APIVersionDiscovery, Map<string, Buffer>>;
+}
+
+export function newLegacyMemo(): LegacyMemo {
+  return { groupJSON: new WeakMap(), resourceLists: new WeakMap() };
 }
 
 /** The `/apis/<group>` APIGroup body, or undefined for a group without versions. */
@@ -112,7 +144,7 @@ export function encodeLegacyAPIResourceList(group: string, v: APIVersionDiscover
  * APIResourceList documents for what only peers serve (group/versions of `merged` absent from
  * `local`). Everything the local apiserver serves itself is left to it.
  */
-export function buildLegacyDiscovery(merged: readonly APIGroupDiscovery[], local: readonly APIGroupDiscovery[]): LegacyDiscovery {
+export function buildLegacyDiscovery(merged: readonly APIGroupDiscovery[], local: readonly APIGroupDiscovery[], memo?: LegacyMemo): LegacyDiscovery {
   const localGVs = new Set<string>();
   for (const g of local) {
     const name = g.metadata?.name ?? '';
@@ -128,14 +160,28 @@ export function buildLegacyDiscovery(merged: readonly APIGroupDiscovery[], local
       const key = `${name}/${v.version}`;
       if (localGVs.has(key) || resourceLists.has(key)) continue;
       peerOnly = true;
-      resourceLists.set(key, encodeLegacyAPIResourceList(name, v));
+      resourceLists.set(key, memo === undefined ? encodeLegacyAPIResourceList(name, v) : memoResourceList(memo, name, v));
     }
     if (peerOnly && !groups.has(name)) {
       const body = encodeLegacyAPIGroup(g);
       if (body !== undefined) groups.set(name, body);
     }
   }
-  return { apis: encodeLegacyAPIGroupList(merged), groups, resourceLists };
+  return { apis: encodeLegacyAPIGroupList(merged, memo), groups, resourceLists };
+}
+
+function memoResourceList(memo: LegacyMemo, group: string, v: APIVersionDiscovery): Buffer {
+  let byGroup = memo.resourceLists.get(v);
+  if (byGroup === undefined) {
+    byGroup = new Map();
+    memo.resourceLists.set(v, byGroup);
+  }
+  let b = byGroup.get(group);
+  if (b === undefined) {
+    b = encodeLegacyAPIResourceList(group, v);
+    byGroup.set(group, b);
+  }
+  return b;
 }
 
 function legacyEntry(

@@ -40,6 +40,7 @@ export function mergeResources(
   localID: string,
   local: APIGroupDiscovery[],
   peers: ReadonlyMap<string, APIGroupDiscovery[]>,
+  memo?: GroupMergeMemo,
 ): APIGroupDiscovery[] {
   // combineServerDiscoveryLists: own ID plus every peer.
   const discoveryByServerID = new Map<string, readonly APIGroupDiscovery[]>();
@@ -63,7 +64,7 @@ export function mergeResources(
   let groupNameListsAreIdentical = true;
   const localGroupNames = local.map(groupName);
   for (const serverID of sortedServerIDs) {
-    const [names, didThisServerMerge] = processServerGroups(discoveryByServerID.get(serverID)!, mergedGroupMap);
+    const [names, didThisServerMerge] = processServerGroups(discoveryByServerID.get(serverID)!, mergedGroupMap, memo);
     if (didThisServerMerge) contentChanged = true;
     allGroupNames.push(names);
     // A re-ordering (["g1","g2"] vs ["g2","g1"]) or an added or missing group both make the
@@ -92,6 +93,7 @@ export function mergeResources(
 function processServerGroups(
   discoveryGroups: readonly APIGroupDiscovery[],
   mergedGroupMap: Map<string, APIGroupDiscovery>,
+  memo: GroupMergeMemo | undefined,
 ): [string[], boolean] {
   const names: string[] = [];
   let contentMerged = false;
@@ -99,7 +101,7 @@ function processServerGroups(
     const name = groupName(group);
     const existing = mergedGroupMap.get(name);
     if (existing !== undefined) {
-      const [merged, didMerge] = mergeVersionsAcrossGroup(existing, group);
+      const [merged, didMerge] = memo === undefined ? mergeVersionsAcrossGroup(existing, group) : memoMergeVersionsAcrossGroup(memo, existing, group);
       mergedGroupMap.set(name, merged);
       if (didMerge) contentMerged = true;
     } else {
@@ -108,6 +110,29 @@ function processServerGroups(
     names.push(name);
   }
   return [names, contentMerged];
+}
+
+/**
+ * Results of mergeVersionsAcrossGroup by the identity of its two arguments. A pure function of
+ * immutable inputs gives the same answer for the same objects, so a builder that keeps its parsed
+ * documents between builds (merge.worker.ts) passes one of these and an unchanged pair of groups
+ * is not merged again; and because the result is then the same object as last time, everything
+ * keyed by it downstream (the encoded group, the next pairwise merge) is found again too.
+ */
+export type GroupMergeMemo = WeakMap<APIGroupDiscovery, WeakMap<APIGroupDiscovery, readonly [APIGroupDiscovery, boolean]>>;
+
+function memoMergeVersionsAcrossGroup(memo: GroupMergeMemo, a: APIGroupDiscovery, b: APIGroupDiscovery): readonly [APIGroupDiscovery, boolean] {
+  let byB = memo.get(a);
+  if (byB === undefined) {
+    byB = new WeakMap();
+    memo.set(a, byB);
+  }
+  let r = byB.get(b);
+  if (r === undefined) {
+    r = mergeVersionsAcrossGroup(a, b);
+    byB.set(b, r);
+  }
+  return r;
 }
 
 /**
@@ -295,6 +320,7 @@ function stringListsEqual(a: readonly string[], b: readonly string[]): boolean {
 // JSON decoder drops them.
 
 function resourcesDeepEqual(a: APIResourceDiscovery, b: APIResourceDiscovery): boolean {
+  if (a === b) return true; // the same object (documents that share parsed parts): DeepEqual to itself
   return (
     str(a.resource) === str(b.resource) &&
     gvkPtrEqual(a.responseKind, b.responseKind) &&

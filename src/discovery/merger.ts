@@ -9,7 +9,15 @@
 //   and a slice of Node's shared Buffer pool is never detached). The copy is a memcpy, far
 //   cheaper than the structured clone of parsed objects it replaces.
 // - out: one ArrayBuffer with every encoded body, moved back (Piscina.move) and wrapped into
-//   Buffers on the main thread without copying (snapshot.ts unpackSnapshot).
+//   Buffers on the main thread without copying (snapshot.ts unpackSnapshot); the local document's
+//   bodies in an ArrayBuffer of their own.
+// - only what changed: the worker keeps the documents of its last build (merge.worker.ts). When
+//   every input carries a content key (discoveryMergeInput: the server ID and its ETag, or a
+//   hash) and the pool has one thread, a document the worker got in the last build is sent by key
+//   only: no copy, no transfer. If the worker no longer has it (builds submitted concurrently), it
+//   says so and gets exactly those documents again. Back, an encoded document the main thread
+//   already holds from the last build (the worker names each one) is not sent again: an unchanged
+//   local document's bodies are the same Buffers as in the last snapshot.
 //
 // Fallback: before the first real task the pool is probed with a trivial task; if the worker
 // cannot start (module not loadable, bad execArgv, …) every build runs inline on the main thread
@@ -25,8 +33,8 @@ import { createHash } from 'node:crypto';
 import { extname, join } from 'node:path';
 import Piscina from 'piscina';
 import type { MergeTask, MergeTaskResult, DocumentBytes } from './merge.worker';
-import { runMergeTask } from './merge.worker';
-import { unpackSnapshot, type DiscoverySnapshot } from './snapshot';
+import { runMergeTask, MergeCaches } from './merge.worker';
+import { unpackSnapshot, type DiscoverySnapshot, type EncodedDiscovery } from './snapshot';
 
 export type { DocumentBytes } from './merge.worker';
 
@@ -43,7 +51,13 @@ export interface DiscoveryMergeInput {
   localID: string;
   /** Raw JSON of the local `/apis` (FetchedDocument.raw). ArrayBuffer: transferred; view: copied. */
   localApis: DocumentBytes;
-  peers: readonly { id: string; apis: DocumentBytes }[];
+  /**
+   * Optional content keys (an ETag, a hash), one per document: the same key for the same server
+   * means the same bytes. When every document has one, a document the worker already has from the
+   * last build is not copied and sent again (discoveryMergeInput sets them).
+   */
+  localKey?: string;
+  peers: readonly { id: string; apis: DocumentBytes; key?: string }[];
   /** "group/version" strings removed from peer data before the merge. */
   excludedGroupVersions: Iterable<string>;
   /** Defaults to a counter of this merger (1, 2, …). */
@@ -68,6 +82,14 @@ export class DiscoveryMerger {
   private ready: Promise<void> | undefined;
   private generation = 0;
   private closed = false;
+  /** Parsed documents and encodings kept between inline builds (the worker keeps its own). */
+  private readonly inlineCaches = new MergeCaches(false);
+  /** Keys (server ID + document key) of the documents the worker holds: those of its last build. */
+  private workerDocuments = new Set<string>();
+  /** The encoded documents of the last worker build, by the worker's ids: not sent back again. */
+  private held = new Map<string, EncodedDiscovery>();
+  /** Worker builds: documents copied and sent / left out (the worker had them), and resends. */
+  readonly transfers = { documentsSent: 0, bytesSent: 0, documentsKept: 0, resends: 0 };
   /** Why builds run inline although a worker was asked for (undefined while the worker works). */
   workerError: string | undefined;
   readonly inline: boolean;
@@ -110,43 +132,89 @@ export class DiscoveryMerger {
     if (this.inline || this.workerError !== undefined || pool === undefined) {
       const task: MergeTask = { localID: input.localID, localApis: input.localApis, peers: input.peers.map((p) => ({ id: p.id, apis: p.apis })), excludedGroupVersions, generation };
       try {
-        return runMergeTask(task, 'inline', this.inline ? undefined : (this.workerError ?? 'discovery merge worker unavailable'));
+        return runMergeTask(task, 'inline', this.inline ? undefined : (this.workerError ?? 'discovery merge worker unavailable'), this.inlineCaches);
       } catch (e) {
         throw new DiscoveryMergerError((e as Error)?.message ?? String(e), false);
       }
     }
 
-    const transferList: ArrayBuffer[] = [];
-    const seen = new Set<ArrayBuffer>();
-    const own = (b: DocumentBytes): ArrayBuffer => {
-      let ab: ArrayBuffer;
-      if (b instanceof ArrayBuffer) ab = b;
-      else ab = copyToArrayBuffer(b);
-      if (!seen.has(ab)) {
-        seen.add(ab);
-        transferList.push(ab);
-      }
-      return ab;
-    };
-    const task: MergeTask = {
-      localID: input.localID,
-      localApis: own(input.localApis),
-      peers: input.peers.map((p) => ({ id: p.id, apis: own(p.apis) })),
-      excludedGroupVersions,
-      generation,
-    };
+    // A document the worker has from its last build goes by key only (no copy, no transfer). Only
+    // with one worker thread (whose cache we know), when every document has a key (so that a retry
+    // can name every document it does not send again) and is a view (copied, so still there for a
+    // retry; an ArrayBuffer is transferred).
+    const keyed =
+      this.threads === 1 &&
+      input.localKey !== undefined &&
+      !(input.localApis instanceof ArrayBuffer) &&
+      input.peers.every((p) => p.key !== undefined && !(p.apis instanceof ArrayBuffer));
+    const docs = [
+      { id: input.localID, apis: input.localApis, key: keyed ? docKey(input.localID, input.localKey!) : undefined },
+      ...input.peers.map((p) => ({ id: p.id, apis: p.apis, key: keyed ? docKey(p.id, p.key!) : undefined })),
+    ];
+    const held = this.held;
     const submitted = performance.now();
-    let result: MergeTaskResult;
-    try {
-      result = (await pool.run(task, { transferList })) as MergeTaskResult;
-    } catch (e) {
-      this.workerError = `discovery merge worker failed: ${(e as Error)?.message ?? String(e)}`;
-      void this.dropPool();
-      throw new DiscoveryMergerError(this.workerError, true);
+    let sendAll = (key: string | undefined) => key === undefined || !this.workerDocuments.has(key);
+    for (let attempt = 0; ; attempt++) {
+      const transferList: ArrayBuffer[] = [];
+      const seen = new Set<ArrayBuffer>();
+      const own = (b: DocumentBytes): ArrayBuffer => {
+        let ab: ArrayBuffer;
+        if (b instanceof ArrayBuffer) ab = b;
+        else ab = copyToArrayBuffer(b);
+        if (!seen.has(ab)) {
+          seen.add(ab);
+          transferList.push(ab);
+        }
+        return ab;
+      };
+      const send = (d: { apis: DocumentBytes; key: string | undefined }): ArrayBuffer | null => {
+        if (!sendAll(d.key)) {
+          this.transfers.documentsKept++;
+          return null;
+        }
+        this.transfers.documentsSent++;
+        this.transfers.bytesSent += d.apis.byteLength;
+        return own(d.apis);
+      };
+      const task: MergeTask = {
+        localID: input.localID,
+        localApis: send(docs[0]!),
+        peers: docs.slice(1).map((p) => ({ id: p.id, apis: send(p), ...(p.key === undefined ? {} : { key: p.key }) })),
+        excludedGroupVersions,
+        generation,
+        held: [...held.keys()],
+      };
+      if (docs[0]!.key !== undefined) task.localKey = docs[0]!.key;
+      let result: MergeTaskResult;
+      try {
+        result = (await pool.run(task, { transferList })) as MergeTaskResult;
+      } catch (e) {
+        this.workerError = `discovery merge worker failed: ${(e as Error)?.message ?? String(e)}`;
+        this.workerDocuments = new Set();
+        void this.dropPool();
+        throw new DiscoveryMergerError(this.workerError, true);
+      }
+      if (!result.ok) {
+        if (result.missing !== undefined && attempt === 0) {
+          // The worker no longer has some documents (another build ran in between): send those;
+          // it kept everything this task did send.
+          const missing = new Set(result.missing);
+          sendAll = (key) => key === undefined || missing.has(key);
+          this.transfers.resends++;
+          continue;
+        }
+        this.workerDocuments = new Set();
+        throw new DiscoveryMergerError(result.message, false);
+      }
+      this.workerDocuments = new Set(docs.flatMap((d) => (d.key === undefined ? [] : [d.key])));
+      const packed = result.packed;
+      const snapshot = unpackSnapshot(packed, { ...packed.meta.build, wallMs: performance.now() - submitted }, held);
+      const next = new Map<string, EncodedDiscovery>();
+      if (packed.meta.localId !== undefined) next.set(packed.meta.localId, snapshot.local);
+      if (packed.meta.mergedId !== undefined) next.set(packed.meta.mergedId, snapshot.merged);
+      this.held = next;
+      return snapshot;
     }
-    if (!result.ok) throw new DiscoveryMergerError(result.message, false);
-    const packed = result.packed;
-    return unpackSnapshot(packed, { ...packed.meta.build, wallMs: performance.now() - submitted });
   }
 
   /** Stops the worker threads. Builds after close() reject. */
@@ -232,10 +300,23 @@ export function discoveryMergeInput(
 ): { input: DiscoveryMergeInput; key: string } {
   const peerList = Array.from(peers, ([id, doc]) => ({ id, doc })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const excluded = Array.from(new Set(excludedGroupVersions)).sort();
-  const docKey = (d: FetchedApisDocument) => (d.etag !== '' ? `e${d.etag}` : `h${createHash('sha256').update(d.raw).digest('base64')}`);
-  const key = JSON.stringify([localID, docKey(local), peerList.map((p) => [p.id, docKey(p.doc)]), excluded]);
+  const keyOf = (d: FetchedApisDocument) => (d.etag !== '' ? `e${d.etag}` : `h${createHash('sha256').update(d.raw).digest('base64')}`);
+  const localKey = keyOf(local);
+  const peerKeys = peerList.map((p) => keyOf(p.doc));
+  const key = JSON.stringify([localID, localKey, peerList.map((p, i) => [p.id, peerKeys[i]]), excluded]);
   return {
-    input: { localID, localApis: local.raw, peers: peerList.map((p) => ({ id: p.id, apis: p.doc.raw })), excludedGroupVersions: excluded },
+    input: {
+      localID,
+      localApis: local.raw,
+      localKey,
+      peers: peerList.map((p, i) => ({ id: p.id, apis: p.doc.raw, key: peerKeys[i]! })),
+      excludedGroupVersions: excluded,
+    },
     key,
   };
+}
+
+/** A document's key in the worker's cache: the server's ID and the document's key for it. */
+function docKey(id: string, key: string): string {
+  return JSON.stringify([id, key]);
 }

@@ -20,6 +20,11 @@ export interface PeerEndpoint {
   readonly id: string;
   /** host:port of the peer's peer listener. */
   readonly address: string;
+  /**
+   * Changes when the peer restarts (lease mode: its Lease's holderIdentity). A new incarnation's
+   * documents are fetched afresh (no If-None-Match), as Kubernetes re-reads a peer on a holder change.
+   */
+  readonly incarnation?: string;
 }
 
 export interface DiscoverySyncOptions {
@@ -28,8 +33,14 @@ export interface DiscoverySyncOptions {
   routes: RouteTableHolder;
   /** This server's ID (takes part in the merge order, spec §5.4). */
   localID: string;
-  /** Current peers; re-read on every refresh (static list now, leases later). */
+  /** Current peers; re-read on every refresh (src/peers: a static list or identity Leases). */
   peers(): readonly PeerEndpoint[];
+  /**
+   * false = do not route to this peer now (failed its health probe, or its Lease expired): it is
+   * published without an address, so its GVRs go to other serving peers or get a 503, while its
+   * discovery view follows the grace rule. Call republish() when an answer changes.
+   */
+  peerReachable?(id: string): boolean;
   /** Merge in a worker thread (default) or inline. */
   merger?: DiscoveryMerger;
   refreshIntervalMs: number;
@@ -48,6 +59,7 @@ interface ServerView {
   lastGood: number;
   up: boolean;
   address: string;
+  incarnation?: string;
 }
 
 export class DiscoverySync {
@@ -103,6 +115,11 @@ export class DiscoverySync {
     return this.local;
   }
 
+  /** Publishes a new route table from the views in hand, without fetching (peer reachability changed). */
+  republish(): void {
+    if (!this.stopped) this.publish();
+  }
+
   /** Refreshes now; concurrent calls coalesce into one extra run. */
   refresh(): Promise<void> {
     if (this.running) {
@@ -145,8 +162,9 @@ export class DiscoverySync {
       this.fetchView(undefined, this.local, this.o.local, false),
       ...peers.map(async (p) => {
         const prev = this.peerViews.get(p.id);
-        const view = await this.fetchView(p, prev && prev.address === p.address ? prev : undefined, this.o.peerPools.get(p.address), true);
-        if (view) this.peerViews.set(p.id, view);
+        const same = prev && prev.address === p.address && prev.incarnation === p.incarnation;
+        const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true);
+        if (view) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
       }),
     ]);
     if (local) this.local = local;
@@ -196,7 +214,8 @@ export class DiscoverySync {
     for (const [id, v] of this.peerViews) {
       if (!v.apis && !v.api) continue;
       if (!v.up && now - v.lastGood > this.o.peerGraceMs) continue; // past the grace period: out of routing and of the merged document
-      peers.set(id, { address: v.address, groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
+      const reachable = this.o.peerReachable?.(id) ?? true;
+      peers.set(id, { address: reachable ? v.address : '', groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
       if (v.apis) peerApis.push([id, v.apis]);
     }
     const excluded = this.exclusions.excluded;

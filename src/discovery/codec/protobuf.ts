@@ -51,14 +51,134 @@ const tagVarint = (field: number): number => ((field << 3) | VARINT) >>> 0;
 
 // ---- encoding -------------------------------------------------------------------------------
 
-/** The full body for an APIGroupDiscoveryList: magic + runtime.Unknown. */
-export function encodeAPIGroupDiscoveryList(list: APIGroupDiscoveryList, version: DiscoveryVersion): Buffer {
-  return encodeEnvelope(version, APIGROUP_DISCOVERY_LIST_KIND, (w) => writeAPIGroupDiscoveryList(w, list));
+/**
+ * The full body for an APIGroupDiscoveryList: magic + runtime.Unknown. `item`, when given, returns
+ * the encoded message of one group (what encodeAPIGroupDiscoveryMessage returns for it): a caller
+ * that encodes the same immutable groups again and again passes its memo of them.
+ */
+export function encodeAPIGroupDiscoveryList(
+  list: APIGroupDiscoveryList,
+  version: DiscoveryVersion,
+  item?: (g: APIGroupDiscovery) => Uint8Array,
+): Buffer {
+  return encodeEnvelope(version, APIGROUP_DISCOVERY_LIST_KIND, (w) => writeAPIGroupDiscoveryList(w, list, item));
+}
+
+/** One APIGroupDiscovery message, without envelope, tag or length (a list item's bytes). */
+export function encodeAPIGroupDiscoveryMessage(g: APIGroupDiscovery): Uint8Array {
+  return encodeAPIGroupDiscoveryMessages([g])[0]!;
+}
+
+/** A Writer kept between calls (its grown buffer reused); taken while in use, dropped on an error. */
+let scratchWriter: Writer | undefined;
+const SCRATCH_KEEP_BYTES = 16 << 20;
+
+/** encodeAPIGroupDiscoveryMessage of each group, as views on one buffer (one allocation). */
+export function encodeAPIGroupDiscoveryMessages(groups: readonly APIGroupDiscovery[]): Uint8Array[] {
+  const w = scratchWriter ?? Writer.create();
+  scratchWriter = undefined;
+  w.reset();
+  const ends: number[] = [];
+  for (const g of groups) {
+    writeAPIGroupDiscovery(w, g);
+    ends.push(w.pos);
+  }
+  const buf = w.finish();
+  if (w.buf.length <= SCRATCH_KEEP_BYTES) scratchWriter = w;
+  let start = 0;
+  return ends.map((end) => {
+    const b = buf.subarray(start, end);
+    start = end;
+    return b;
+  });
 }
 
 /** The full body for a single APIGroupDiscovery (the form of the upstream round-trip fixtures). */
 export function encodeAPIGroupDiscovery(g: APIGroupDiscovery, version: DiscoveryVersion): Buffer {
   return encodeEnvelope(version, APIGROUP_DISCOVERY_KIND, (w) => writeAPIGroupDiscovery(w, g));
+}
+
+/**
+ * The body encodeAPIGroupDiscoveryList writes for a list with empty ListMeta and the given items
+ * (each encodeAPIGroupDiscoveryMessage of a group), assembled by copying: one allocation, no
+ * encoding. `alloc` provides the buffer (default Buffer.allocUnsafe; every byte is written).
+ */
+export function assembleAPIGroupDiscoveryList(
+  version: DiscoveryVersion,
+  items: readonly Uint8Array[],
+  alloc: (size: number) => Uint8Array = (n) => Buffer.allocUnsafe(n),
+): Uint8Array {
+  const frame = listFrame(version);
+  let rawLen = frame.listMeta.length;
+  for (let i = 0; i < items.length; i++) rawLen += 1 + varintSize(items[i]!.length) + items[i]!.length;
+  const total = frame.head.length + 1 + varintSize(rawLen) + rawLen + frame.tail.length;
+  const out = alloc(total);
+  let at = 0;
+  out.set(frame.head, at);
+  at += frame.head.length;
+  out[at++] = tagLen(2); // Unknown.raw
+  at = putVarint(out, at, rawLen);
+  out.set(frame.listMeta, at);
+  at += frame.listMeta.length;
+  for (let i = 0; i < items.length; i++) {
+    const b = items[i]!;
+    out[at++] = tagLen(2); // APIGroupDiscoveryList.items
+    at = putVarint(out, at, b.length);
+    out.set(b, at);
+    at += b.length;
+  }
+  out.set(frame.tail, at);
+  at += frame.tail.length;
+  if (at !== total) throw new Error(`assembleAPIGroupDiscoveryList: wrote ${at} of ${total} bytes`);
+  return out;
+}
+
+interface ListFrame {
+  /** Magic and Unknown.typeMeta, up to Unknown.raw. */
+  head: Uint8Array;
+  /** APIGroupDiscoveryList.metadata, tag included (an empty ListMeta). */
+  listMeta: Uint8Array;
+  /** Unknown.contentEncoding and contentType (both empty). */
+  tail: Uint8Array;
+}
+
+const listFrames = new Map<DiscoveryVersion, ListFrame>();
+
+/** The constant parts of a list body, cut from the encoder's own output for an empty list. */
+function listFrame(version: DiscoveryVersion): ListFrame {
+  let f = listFrames.get(version);
+  if (f === undefined) {
+    const withoutRaw = encodeEnvelope(version, APIGROUP_DISCOVERY_LIST_KIND, () => undefined);
+    const empty = encodeAPIGroupDiscoveryList({ kind: APIGROUP_DISCOVERY_LIST_KIND, apiVersion: '', metadata: {}, items: [] }, version);
+    // withoutRaw = head + [raw tag, 0] + tail; empty = head + [raw tag, len] + listMeta + tail.
+    const head = withoutRaw.subarray(0, withoutRaw.length - 6);
+    const tail = withoutRaw.subarray(withoutRaw.length - 4);
+    const listMeta = empty.subarray(head.length + 2, empty.length - 4);
+    if (withoutRaw[head.length] !== tagLen(2) || withoutRaw[head.length + 1] !== 0 || empty[head.length + 1] !== listMeta.length) {
+      throw new Error('protobuf list frame: unexpected envelope layout');
+    }
+    f = { head: Uint8Array.from(head), listMeta: Uint8Array.from(listMeta), tail: Uint8Array.from(tail) };
+    listFrames.set(version, f);
+  }
+  return f;
+}
+
+function varintSize(n: number): number {
+  let size = 1;
+  while (n > 127) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+function putVarint(out: Uint8Array, at: number, n: number): number {
+  while (n > 127) {
+    out[at++] = (n % 128) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  out[at++] = n;
+  return at;
 }
 
 function encodeEnvelope(version: DiscoveryVersion, kind: string, writeRaw: (w: Writer) => void): Buffer {
@@ -79,11 +199,16 @@ function encodeEnvelope(version: DiscoveryVersion, kind: string, writeRaw: (w: W
   return Buffer.isBuffer(out) ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
 
-function writeAPIGroupDiscoveryList(w: Writer, list: APIGroupDiscoveryList): void {
+function writeAPIGroupDiscoveryList(w: Writer, list: APIGroupDiscoveryList, encoded?: (g: APIGroupDiscovery) => Uint8Array): void {
   w.uint32(tagLen(1)).fork();
   writeListMeta(w, list.metadata ?? {});
   w.ldelim();
   for (const item of list.items ?? []) {
+    if (encoded !== undefined) {
+      // Length-delimited bytes: the same varint length + body that fork()/ldelim() write.
+      w.uint32(tagLen(2)).bytes(encoded(item));
+      continue;
+    }
     w.uint32(tagLen(2)).fork();
     writeAPIGroupDiscovery(w, item);
     w.ldelim();

@@ -1,0 +1,92 @@
+// Which files are reloaded into what (lifecycle/certs.ts has the rules). One ReloadableTLS per
+// destination, so a file used twice (the proxy client pair goes to peers and to the local
+// apiserver) is checked and swapped for each.
+
+import type https from 'node:https';
+import type { DaemonConfig, Frontend } from '../config/types';
+import type { PeerPools, TLSFiles } from '../upstream/pools';
+import type { Logger } from '../observability/log';
+import { ReloadableTLS, type ReloadablePool, type TLSMaterialSpec } from './certs';
+
+export interface CertReloadTargets {
+  config: DaemonConfig;
+  log: Logger;
+  /** Peer mTLS client material (mutated in place, then PeerPools.setTLS). */
+  peerPools?: PeerPools;
+  peerTLS?: TLSFiles;
+  /** The peer listener. */
+  peerServer?: https.Server;
+  /** The node front end's client listener, when it serves TLS. */
+  clientServer?: https.Server;
+  frontend: Frontend;
+  /** The local apiserver pool and its TLS material (mutated in place: upgrade tunnels read it too). */
+  local?: ReloadablePool;
+  localTLS?: TLSFiles;
+  resyncMs?: number;
+}
+
+export function startCertReload(t: CertReloadTargets): { stop(): void } {
+  const c = t.config;
+  const specs: TLSMaterialSpec[] = [];
+  if (t.peerPools && t.peerTLS) {
+    const tls = t.peerTLS;
+    const pools = t.peerPools;
+    specs.push({
+      name: 'proxy-client',
+      certFile: c.proxyClientCertFile,
+      keyFile: c.proxyClientKeyFile,
+      caFile: c.peerCAFile,
+      pairTrustFile: c.requestheaderClientCAFile,
+      apply: (m) => {
+        Object.assign(tls, { cert: m.cert, key: m.key, ca: m.ca });
+        pools.setTLS({ ...tls });
+      },
+    });
+  }
+  if (t.peerServer) {
+    const server = t.peerServer;
+    specs.push({
+      name: 'peer-serving',
+      certFile: c.peerTLSCertFile ?? c.tlsCertFile,
+      keyFile: c.peerTLSPrivateKeyFile ?? c.tlsPrivateKeyFile,
+      caFile: c.requestheaderClientCAFile,
+      pairTrustFile: c.peerCAFile,
+      apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca }),
+    });
+  }
+  if (t.local && t.localTLS) {
+    const tls = t.localTLS;
+    const local = t.local;
+    specs.push({
+      name: 'local-apiserver',
+      // The proxy client pair is presented to the local apiserver too when the daemon sends it there.
+      ...(tls.cert ? { certFile: c.proxyClientCertFile, keyFile: c.proxyClientKeyFile, pairTrustFile: c.requestheaderClientCAFile } : {}),
+      caFile: c.localAPIServerCAFile,
+      apply: (m) => {
+        Object.assign(tls, { ca: m.ca, ...(tls.cert ? { cert: m.cert, key: m.key } : {}) });
+        local.swap();
+      },
+    });
+  }
+  if (c.tlsCertFile && c.tlsPrivateKeyFile) {
+    if (t.frontend === 'node' && t.clientServer) {
+      const server = t.clientServer;
+      specs.push({
+        name: 'serving',
+        certFile: c.tlsCertFile,
+        keyFile: c.tlsPrivateKeyFile,
+        caFile: c.clientCAFile,
+        apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}) }),
+      });
+    } else if (t.frontend === 'uws') {
+      t.log.info(0, 'the uWebSockets.js front end cannot reload its serving certificate: a new --tls-cert-file/--tls-private-key-file takes effect when mvproxy restarts (--frontend=node reloads it)');
+    }
+  }
+  const reloaders = specs.filter((s) => s.certFile || s.caFile).map((s) => new ReloadableTLS(s, { log: t.log, resyncMs: t.resyncMs }));
+  for (const r of reloaders) r.start();
+  return {
+    stop() {
+      for (const r of reloaders) r.stop();
+    },
+  };
+}

@@ -1,0 +1,132 @@
+// Peer health: every --peer-probe-interval each peer's peer listener gets a cheap request, over the
+// same mTLS pool requests use (so a probe proves what a request needs: TCP, TLS both ways, the
+// peer's CN allow-list, and its apiserver behind it):
+//
+//   GET /readyz  with x-kubernetes-peer-proxied: true
+//
+// The peer serves it from its own apiserver (one hop): 200 = up. Anything else (refused, TLS
+// rejected, a 401 from its allow-list, its apiserver not ready or shutting down, no answer within
+// the timeout) = down. A down peer is published without an address (DiscoverySync.peerReachable),
+// so the request path skips it: its GVRs go to another peer serving them, or get a 503 when none is
+// left, until a probe succeeds again; the request path itself stays a pure read of the route table.
+// Its discovery view follows the grace rule (sync.ts), independently.
+//
+// A peer not probed yet counts as reachable (its discovery fetch is what brings it into routing).
+// The gauge mvproxy_peer_up follows each probe; /readyz has an informational check per peer.
+
+import type { PeerEndpoint } from '../discovery/sync';
+import type { PeerPools } from '../upstream/pools';
+import type { Metrics } from '../observability/metrics';
+import type { Logger } from '../observability/log';
+import { PeerProxiedHeader } from '../routing/decide';
+
+export const PROBE_PATH = '/readyz';
+
+export interface PeerHealthOptions {
+  peers(): readonly PeerEndpoint[];
+  pools: PeerPools;
+  intervalMs: number;
+  /** Per probe; default: the interval, at least 1 s, at most 5 s. */
+  timeoutMs?: number;
+  metrics: Metrics;
+  log: Logger;
+  /** Called after any peer's reachability changed. */
+  onChange(): void;
+}
+
+interface State {
+  up: boolean | undefined;
+  address: string;
+  /** Why the last probe failed. */
+  why?: string;
+  probing: boolean;
+}
+
+export class PeerHealth {
+  private readonly state = new Map<string, State>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly o: PeerHealthOptions) {
+    this.timeoutMs = o.timeoutMs ?? Math.min(5_000, Math.max(1_000, o.intervalMs));
+  }
+
+  start(): void {
+    const tick = () => {
+      if (this.stopped) return;
+      void this.probeAll();
+      this.timer = setTimeout(tick, this.o.intervalMs);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** false only after a failed probe (until one succeeds). */
+  reachable(id: string): boolean {
+    return this.state.get(id)?.up !== false;
+  }
+
+  /** The last probe's result (undefined: not probed yet). */
+  up(id: string): boolean | undefined {
+    return this.state.get(id)?.up;
+  }
+
+  /** Why the last probe failed, if it did. */
+  problem(id: string): string | undefined {
+    const s = this.state.get(id);
+    return s?.up === false ? s.why : undefined;
+  }
+
+  /** Probes every current peer now (membership changed); resolves when all answered or timed out. */
+  async probeAll(): Promise<void> {
+    const peers = this.o.peers();
+    const live = new Set(peers.map((p) => p.id));
+    for (const id of [...this.state.keys()]) if (!live.has(id)) this.state.delete(id);
+    await Promise.all(peers.map((p) => this.probe(p)));
+  }
+
+  private async probe(p: PeerEndpoint): Promise<void> {
+    let s = this.state.get(p.id);
+    if (!s || s.address !== p.address) {
+      s = { up: undefined, address: p.address, probing: false };
+      this.state.set(p.id, s);
+    }
+    if (s.probing || this.stopped) return;
+    s.probing = true;
+    let why: string | undefined;
+    try {
+      const res = await this.o.pools.get(p.address).request({
+        path: PROBE_PATH,
+        method: 'GET',
+        headers: { [PeerProxiedHeader]: 'true', accept: 'text/plain', 'user-agent': 'mvproxy-peer-probe' },
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      await res.body.dump();
+      if (res.statusCode !== 200) why = `GET ${PROBE_PATH}: status ${res.statusCode}`;
+    } catch (e) {
+      const err = e as Error & { code?: string };
+      why = `GET ${PROBE_PATH}: ${err.code ? err.code + ': ' : ''}${err.message}`;
+    } finally {
+      s.probing = false;
+    }
+    if (this.stopped || this.state.get(p.id) !== s) return; // left meanwhile
+    const up = why === undefined;
+    const was = s.up;
+    s.up = up;
+    s.why = why;
+    this.o.metrics.peersUp.set({ peer: p.id }, up ? 1 : 0);
+    if (was === up) return;
+    if (up) {
+      if (was === false) this.o.log.info(0, 'peer answers its health probe again; routing to it', { peer: p.id, address: p.address });
+    } else this.o.log.info(0, 'peer failed its health probe; not routing to it until it answers', { peer: p.id, address: p.address, err: why });
+    if (was !== undefined || !up) this.o.onChange();
+  }
+}

@@ -1,0 +1,24 @@
+// Who the peers are. Two sources behind one interface: a static list (flags and a watched peers
+// file, src/peers/static.ts) and Kubernetes identity Leases (src/peers/lease.ts). DiscoverySync
+// re-reads peers() on every refresh; the daemon calls sync.refresh() when onChange fires, so a new
+// or restarted peer is fetched (and routed to) within a refresh, not a refresh interval.
+
+import type { PeerEndpoint } from '../discovery/sync';
+
+export interface Membership {
+  readonly mode: 'static' | 'lease';
+  /** Current peers (never this node). */
+  peers(): readonly PeerEndpoint[];
+  /**
+   * false when the peer is listed but known not to be a live member (its Lease expired: it is kept
+   * for the discovery grace period so its GVRs answer 503, not a misleading 404, but never dialled).
+   */
+  live(id: string): boolean;
+  /** Called after peers() changed (membership, an address, a restart, an expiry). */
+  onChange(fn: () => void): void;
+  start(): void;
+  /** Graceful shutdown: leave the membership (lease mode: delete the own Lease), within `timeoutMs`, never longer. */
+  release(timeoutMs: number): Promise<void>;
+  /** Stops everything now (timers, watches, in-flight calls); does not leave the membership. */
+  stop(): void;
+}
