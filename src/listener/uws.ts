@@ -132,14 +132,15 @@ export class UwsResponse implements ClientResponse {
     if (this.aborted || this.done) return;
     this.done = true;
     const head = this.head!;
+    const close = hasConnectionClose(head.headers);
     this.res.cork(() => {
       if (!this.headWritten) {
         this.writeHeadNow();
-        if (head.contentLength > 0) this.res.endWithoutBody(head.contentLength); // HEAD: length of the body not sent
-        else if (head.contentLength === 0 || this.status === 204 || this.status === 304) this.res.endWithoutBody(0);
-        else this.res.end();
+        if (head.contentLength > 0) this.res.endWithoutBody(head.contentLength, close); // HEAD: length of the body not sent
+        else if (head.contentLength === 0 || this.status === 204 || this.status === 304) this.res.endWithoutBody(0, close);
+        else this.res.end(undefined, close);
       } else {
-        this.res.end();
+        this.res.end(undefined, close);
       }
     });
   }
@@ -149,6 +150,11 @@ export class UwsResponse implements ClientResponse {
     this.aborted = true;
     this.res.close();
   }
+}
+
+function hasConnectionClose(h: readonly string[]): boolean {
+  for (let i = 0; i < h.length; i += 2) if (h[i] === 'connection' && h[i + 1] === 'close') return true;
+  return false;
 }
 
 class UwsExchange implements Exchange {

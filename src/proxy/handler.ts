@@ -5,6 +5,7 @@
 //   peer listener   → handlePeer():   always the local apiserver (one hop, never proxied again)
 
 import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../listener/exchange';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
@@ -269,10 +270,31 @@ export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): vo
   const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
   const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
   if (retryAfter) headers.push('retry-after', String(retryAfter));
+  // An error answered before the request body was read whole (the upstream died mid-upload): the
+  // rest is discarded, so the client can finish sending and then read this answer (closing at once
+  // would make it fail with EPIPE before it reads anything).
+  const unreadBody = ex.body !== null && !ex.body.readableEnded;
   ex.res.writeHead(spec.status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
   ex.res.write(body);
   ex.res.end();
+  if (unreadBody) abandonBody(ex.body!);
 }
+
+/**
+ * The rest of a request body nobody will read: discarded as it arrives (so the connection can
+ * close after the answer), and the connection cut if the client has not finished within
+ * ABANDONED_BODY_GRACE_MS (a paused, never-dumped body would hold it open for ever).
+ */
+function abandonBody(body: Readable): void {
+  body.on('error', () => undefined);
+  body.resume();
+  const t = setTimeout(() => body.destroy(), ABANDONED_BODY_GRACE_MS);
+  t.unref();
+  body.once('close', () => clearTimeout(t));
+  body.once('end', () => clearTimeout(t));
+}
+
+const ABANDONED_BODY_GRACE_MS = 5_000;
 
 interface GVR {
   group: string;
