@@ -1,161 +1,170 @@
 // Micro-benchmark: peer-aggregated discovery build (parse + merge + encode JSON/protobuf + ETag +
-// legacy documents) in the piscina worker vs inline on the main thread, and what each does to the
-// main thread's event-loop delay. Not a test. Bounded: stops starting new runs after ~20 s.
+// legacy documents) in the piscina worker vs inline on the main thread, cold and warm, and what
+// each does to the main thread's event-loop delay. Not a test. Bounded: stops starting new
+// configurations after --budget-ms.
 //
 //   node --import tsx native-bench/merge.ts [--budget-ms 20000] [--runs 3]
+//        [--servers 2,3,5] [--sizes 80,500,2000,5000] [--no-eld] [--no-keys] [--impl <dir>]
 //
-// Documents are synthetic but CRD-heavy: the v1.37 fixture (83 GVRs) or the v1.33 one (71 GVRs),
-// plus CRD-like groups (two versions each, 4 resources per version with status/scale
-// subresources, shortNames, categories) up to the target GVR count. Servers skew the way a
-// rolling upgrade does: odd servers start from v1.33, every server lacks a few CRD groups the others
-// have and adds a verb to some resources, so the merge takes its full path (topological order,
-// verb unions) rather than the "nothing changed" shortcut. (Real peers' CRD GVs are excluded
-// before the merge, spec §4.5; here they stand in for any large API set.)
+// Documents are synthetic but CRD-heavy (synthetic.ts): the v1.37 fixture (83 GVRs) or the v1.33
+// one (71 GVRs), plus CRD-like groups (two versions each, 4 resources per version with
+// status/scale subresources, shortNames, categories) up to the target GVR count. Servers skew
+// the way a rolling upgrade does: odd servers start from v1.33, every server lacks a few CRD
+// groups the others have and adds a verb to some resources, so the merge takes its full path
+// (topological order, verb unions) rather than the "nothing changed" shortcut. (Real peers' CRD
+// GVs are excluded before the merge, spec §4.5; here they stand in for any large API set.)
+//
+// Two builds per run, as DiscoverySync sees them (it builds only when an input changed):
+// - cold: every resource of every server is new (everyResourceChanged), so no cache holds any of it;
+// - warm: right after the cold build, one peer (s2, or s1 with two servers) changed one resource
+//   (oneResourceChanged); the local document and the other peers are byte-identical.
+// Columns: inline = build on the main thread (wall); worker = time inside the worker (build.ms);
+// wall = submit → snapshot on the main thread (transfer and queueing included). Medians.
+// --impl <dir>: load src/discovery/merger from another checkout (e.g. the previous commit's
+// files, for before/after numbers), with its own node_modules resolution.
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { DiscoveryMerger, copyToArrayBuffer } from '../src/discovery/merger';
+import { resolve } from 'node:path';
+import type { DiscoveryMerger as Merger, DiscoveryMergeInput } from '../src/discovery/merger';
 import { encodeJSON } from '../src/discovery/codec/json';
-import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery } from '../src/discovery/types';
-import { aggregatedFixture } from '../test/support/fixtures';
+import { gvrCount, syntheticServer, everyResourceChanged, oneResourceChanged } from './synthetic';
+import { median, parseArgs } from './lib';
 
-const argv = process.argv.slice(2);
-const arg = (name: string, dflt: number) => {
-  const i = argv.indexOf(name);
-  return i === -1 ? dflt : Number(argv[i + 1]);
-};
-const BUDGET_MS = arg('--budget-ms', 20_000);
-const RUNS = arg('--runs', 3);
-const SIZES = [80, 500, 2000, 5000];
-const SERVERS = [2, 3, 5];
+const args = parseArgs();
+if (args.has('--help') || args.has('-h')) {
+  console.log(`usage: node --import tsx native-bench/merge.ts [options]
+  --budget-ms N      stop starting new configurations after N ms (default 20000)
+  --runs N           cold+warm build pairs per configuration and mode (default 3)
+  --servers LIST     server counts, comma-separated (default 2,3,5)
+  --sizes LIST       GVRs per server, comma-separated (default 80,500,2000,5000)
+  --no-eld           skip the event-loop delay section
+  --no-keys          inputs without content keys (every document copied to the worker every build)
+  --impl DIR         use DIR/src/discovery/merger (another checkout) instead of this one
+Prints, per configuration, median ms of cold builds (every document new) and warm builds (one
+peer changed one resource) inline, inside the worker, and worker wall time.`);
+  process.exit(0);
+}
+const BUDGET_MS = args.num('--budget-ms', 20_000);
+const RUNS = args.num('--runs', 3);
+const list = (name: string, dflt: number[]) => args.str(name, dflt.join(',')).split(',').map(Number).filter((n) => n > 0);
+const SIZES = list('--sizes', [80, 500, 2000, 5000]);
+const SERVERS = list('--servers', [2, 3, 5]);
+const IMPL = args.str('--impl', '');
 
 const started = performance.now();
 const overBudget = () => performance.now() - started > BUDGET_MS;
-
-const base = { v137: aggregatedFixture('v1.37'), v133: aggregatedFixture('v1.33') };
-
-function gvrs(items: readonly APIGroupDiscovery[]): number {
-  let n = 0;
-  for (const g of items) for (const v of g.versions ?? []) n += v.resources?.length ?? 0;
-  return n;
-}
-
-function crdResource(group: number, version: string, r: number, server: number): APIResourceDiscovery {
-  const kind = `Widget${group}x${r}`;
-  const verbs = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
-  if (server % 2 === 1 && r === 0) verbs.push('proxy'); // a verb only some servers have → union
-  return {
-    resource: `widgets${r}`,
-    responseKind: { group: '', version: '', kind },
-    scope: r % 3 === 0 ? 'Cluster' : 'Namespaced',
-    singularResource: `widget${r}`,
-    verbs,
-    shortNames: [`w${group}x${r}`],
-    categories: ['all', `crd-${version}`],
-    subresources: [
-      { subresource: 'scale', responseKind: { group: 'autoscaling', version: 'v1', kind: 'Scale' }, verbs: ['get', 'patch', 'update'] },
-      { subresource: 'status', responseKind: { group: '', version: '', kind }, verbs: ['get', 'patch', 'update'] },
-    ],
-  };
-}
-
-/** One server's `/apis`, about `target` GVRs. */
-function syntheticServer(target: number, server: number): APIGroupDiscoveryList {
-  const start = server % 2 === 0 ? base.v137 : base.v133;
-  const items: APIGroupDiscovery[] = [...start.items];
-  let total = gvrs(items);
-  for (let g = 0; total < target; g++) {
-    if ((g + server) % 11 === 0) continue; // each server lacks a different few CRD groups
-    const versions = ['v1', 'v1beta1'].map((version) => ({
-      version,
-      freshness: 'Current',
-      resources: [0, 1, 2, 3].map((r) => crdResource(g, version, r, server)),
-    }));
-    items.push({ metadata: { name: `crd${g}.example.com` }, versions });
-    total += 8;
-  }
-  return { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!;
-}
-
-const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(1).padStart(8) : '       -');
+const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(1).padStart(7) : '      -');
 
 interface Docs {
   bytes: Buffer[];
   gvrs: number;
-  merged?: number;
 }
 
 function docsFor(servers: number, size: number): Docs {
   const lists = Array.from({ length: servers }, (_, i) => syntheticServer(size, i));
-  return { bytes: lists.map((l) => encodeJSON(l)), gvrs: gvrs(lists[0]!.items) };
+  return { bytes: lists.map((l) => encodeJSON(l)), gvrs: gvrCount(lists[0]!.items) };
 }
 
-function inputOf(d: Docs) {
-  return {
+let nonce = 0;
+const docKeys = new WeakMap<Buffer, string>();
+/** A content key per document, as discoveryMergeInput derives from the ETag (the same bytes, the same key). */
+const keyOf = (b: Buffer): string => {
+  let k = docKeys.get(b);
+  if (k === undefined) docKeys.set(b, (k = `"etag-${++nonce}"`));
+  return k;
+};
+
+/**
+ * The cold and the warm input of one run. Views, as DiscoverySync passes FetchedDocument.raw
+ * (build() copies what it sends); with a key per document, as discoveryMergeInput sets them
+ * (--no-keys: without, every document copied and sent every build).
+ */
+function runInputs(d: Docs): { cold: () => DiscoveryMergeInput; warm: () => DiscoveryMergeInput } {
+  const tag = `c${++nonce}-`;
+  const cold = d.bytes.map((b) => everyResourceChanged(b, tag));
+  const changed = Math.min(2, cold.length - 1);
+  const warm = cold.map((b, i) => (i === changed ? oneResourceChanged(b, `w${nonce}-`) : b));
+  const keys = !args.has('--no-keys');
+  const input = (bytes: Buffer[]) => (): DiscoveryMergeInput => ({
     localID: 's0',
-    localApis: copyToArrayBuffer(d.bytes[0]!),
-    peers: d.bytes.slice(1).map((b, i) => ({ id: `s${i + 1}`, apis: copyToArrayBuffer(b) })),
+    localApis: bytes[0]!,
+    ...(keys ? { localKey: keyOf(bytes[0]!) } : {}),
+    peers: bytes.slice(1).map((b, i) => ({ id: `s${i + 1}`, apis: b, ...(keys ? { key: keyOf(b) } : {}) })),
     excludedGroupVersions: [] as string[],
-  };
+  });
+  return { cold: input(cold), warm: input(warm) };
 }
 
 async function main(): Promise<void> {
-  const worker = new DiscoveryMerger({ threads: 1 });
-  const inline = new DiscoveryMerger({ inline: true });
-  // Start the worker outside the measurements.
-  await worker.build(inputOf(docsFor(2, 80)));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require(IMPL ? resolve(IMPL, 'src/discovery/merger') : '../src/discovery/merger') as typeof import('../src/discovery/merger');
+  const worker: Merger = new mod.DiscoveryMerger({ threads: 1 });
+  const inline: Merger = new mod.DiscoveryMerger({ inline: true });
+  // Start the worker and warm both JITs outside the measurements.
+  for (const m of [worker, inline]) for (let i = 0; i < 3; i++) await m.build(runInputs(docsFor(2, 500)).warm());
   if (worker.workerError) console.log(`worker unavailable, numbers below are inline: ${worker.workerError}`);
 
-  console.log(`discovery snapshot build (parse+merge+encode+legacy), median of ${RUNS} runs; ms`);
-  console.log('servers  GVRs/srv  merged-GVRs  body-KiB   inline  worker(in)  worker(wall)');
+  console.log(`discovery snapshot build (parse+merge+encode+legacy)${IMPL ? ` [${IMPL}]` : ''}, median of ${RUNS} runs; ms`);
+  console.log('                                       cold (all new)            warm (one peer changed)');
+  console.log('servers  GVRs/srv  merged-GVRs  KiB    inline  worker    wall     inline  worker    wall');
   let largest: Docs | undefined;
   outer: for (const servers of SERVERS) {
     for (const size of SIZES) {
       if (overBudget()) {
-        console.log(`(budget of ${BUDGET_MS} ms reached; remaining sizes skipped)`);
+        console.log(`(budget of ${BUDGET_MS} ms reached; remaining configurations skipped)`);
         break outer;
       }
       const d = docsFor(servers, size);
-      const inl: number[] = [];
-      const win: number[] = [];
-      const wwall: number[] = [];
+      const t = { ci: [] as number[], cw: [] as number[], cwall: [] as number[], wi: [] as number[], ww: [] as number[], wwall: [] as number[] };
       let mergedGVRs = 0;
       let kib = 0;
       for (let r = 0; r < RUNS; r++) {
-        const t0 = performance.now();
-        const s = await inline.build(inputOf(d));
-        inl.push(performance.now() - t0);
-        mergedGVRs = s.counts.resources;
-        kib = s.merged.json.length / 1024;
-        const t1 = performance.now();
-        const w = await worker.build(inputOf(d));
-        wwall.push(performance.now() - t1);
-        win.push(w.build.ms);
+        // Inline and worker get the same inputs; the order alternates per run.
+        const inp = runInputs(d);
+        const modes = r % 2 === 0 ? (['inline', 'worker'] as const) : (['worker', 'inline'] as const);
+        for (const mode of modes) {
+          const m = mode === 'inline' ? inline : worker;
+          const t0 = performance.now();
+          const c = await m.build(inp.cold());
+          const t1 = performance.now();
+          const w = await m.build(inp.warm());
+          const t2 = performance.now();
+          if (mode === 'inline') {
+            t.ci.push(t1 - t0);
+            t.wi.push(t2 - t1);
+            mergedGVRs = w.counts.resources;
+            kib = w.merged.json.length / 1024;
+          } else {
+            t.cw.push(c.build.ms);
+            t.cwall.push(t1 - t0);
+            t.ww.push(w.build.ms);
+            t.wwall.push(t2 - t1);
+          }
+        }
       }
       console.log(
-        `${String(servers).padStart(7)}  ${String(d.gvrs).padStart(8)}  ${String(mergedGVRs).padStart(11)}  ${kib.toFixed(0).padStart(8)} ${fmt(median(inl))}  ${fmt(median(win))}    ${fmt(median(wwall))}`,
+        `${String(servers).padStart(7)}  ${String(d.gvrs).padStart(8)}  ${String(mergedGVRs).padStart(11)}  ${kib.toFixed(0).padStart(4)}  ${fmt(median(t.ci))} ${fmt(median(t.cw))} ${fmt(median(t.cwall))}    ${fmt(median(t.wi))} ${fmt(median(t.ww))} ${fmt(median(t.wwall))}`,
       );
       largest = d;
     }
   }
 
-  // Event-loop delay on the main thread while builds of the largest configuration run back to
-  // back for ~1.5 s, with a 1 ms timer standing in for request handling.
-  if (largest) {
-    console.log('\nmain-thread event-loop delay while builds run (largest configuration above), ms');
+  // Event-loop delay on the main thread while warm builds of the largest configuration run back
+  // to back for ~1.5 s, with a 1 ms timer standing in for request handling.
+  if (largest && !args.has('--no-eld')) {
+    console.log('\nmain-thread event-loop delay while warm builds run (largest configuration above), ms');
     console.log('mode      builds   p50      p99      max');
     for (const [label, m] of [['worker', worker], ['inline', inline]] as const) {
+      const inputs = Array.from({ length: 2 }, () => runInputs(largest!));
+      await m.build(inputs[0]!.cold());
       const h = monitorEventLoopDelay({ resolution: 1 });
       const tick = setInterval(() => undefined, 1);
       h.enable();
       const until = performance.now() + 1500;
       let n = 0;
       while (performance.now() < until) {
-        await m.build(inputOf(largest));
+        // Alternate between two documents for the changed peer: every build is a warm one.
+        await m.build(n % 2 === 0 ? inputs[0]!.warm() : inputs[0]!.cold());
         n++;
         await new Promise((r) => setImmediate(r));
       }

@@ -2,6 +2,8 @@
 //   1. hotpath.ts    newRequestInfo + decide vs new URL(), flat-key variant, bytes/request
 //   2. listeners.ts  uWS vs node:http front end: trivial 2 KiB handler and the proxy core
 //   3. merge.ts      discovery snapshot build, worker vs inline (another engineer's bench)
+//   4. codec.ts      protobuf vs JSON encode/decode of the discovery document (~20 s)
+//   5. merge-load.ts main-thread event-loop delay while merges run during a request load (~35 s)
 //
 //   npm run native-bench                      # full: ~90 s on the project VMs
 //   npm run native-bench -- --quick           # CI smoke run: every harness, seconds, numbers meaningless
@@ -19,7 +21,7 @@ import { parseArgs, printTable } from './lib';
 const args = parseArgs();
 const QUICK = args.quick;
 const TOTAL_BUDGET_MS = args.num('--total-budget-ms', 85_000);
-const only = new Set(args.str('--only', 'hotpath,listeners,merge').split(',').map((s) => s.trim()));
+const only = new Set(args.str('--only', 'hotpath,listeners,merge,codec,merge-load').split(',').map((s) => s.trim()));
 
 interface Bench {
   name: string;
@@ -49,6 +51,19 @@ const BENCHES: Bench[] = [
     nodeFlags: [],
     // merge.ts: [--budget-ms 20000] [--runs 3]; its event-loop section adds ~3 s after the budget.
     args: (elapsed) => (QUICK ? ['--budget-ms', '1000', '--runs', '1'] : ['--budget-ms', String(Math.round(Math.min(20_000, Math.max(3_000, TOTAL_BUDGET_MS - elapsed - 6_000)))), '--runs', '3']),
+  },
+  {
+    name: 'codec',
+    file: 'codec.ts',
+    nodeFlags: [],
+    args: () => (QUICK ? ['--quick'] : []),
+  },
+  {
+    name: 'merge-load',
+    file: 'merge-load.ts',
+    nodeFlags: [],
+    args: () => (QUICK ? ['--quick'] : []),
+    env: { UWS_HTTP_MAX_HEADERS_SIZE: '16384' },
   },
 ];
 

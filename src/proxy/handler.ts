@@ -185,7 +185,9 @@ export class ProxyHandler {
     if (h.done) return;
     if (longRunning) this.streams.add(h);
     else {
-      h.deadline = start + this.o.requestTimeoutMs;
+      // undici's own headers/body timeouts (the same bound) handle silences and release the socket;
+      // the sweep, a second later, only catches what they cannot see (trickling or stalled bodies).
+      h.deadline = start + this.o.requestTimeoutMs + DEADLINE_GRACE_MS;
       this.timed.add(h);
     }
   }
@@ -317,6 +319,7 @@ function timeoutCode(err: Error & { code?: string }): ErrorCode | undefined {
 
 /** How often deadlines are checked: a request ends within this much of --request-timeout. */
 const DEADLINE_SWEEP_MS = 250;
+const DEADLINE_GRACE_MS = 1_000;
 
 function errText(err: Error & { code?: string }): string {
   return err.code ? `${err.code}: ${err.message}` : err.message;

@@ -10,12 +10,17 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { Writer } from 'protobufjs/minimal';
 import {
+  assembleAPIGroupDiscoveryList,
   decodeDiscovery,
   encodeAPIGroupDiscovery,
   encodeAPIGroupDiscoveryList,
+  encodeAPIGroupDiscoveryMessage,
   PROTOBUF_MAGIC,
 } from '../../src/discovery/codec/protobuf';
-import { encodeJSON } from '../../src/discovery/codec/json';
+import { encodeJSON, encodeJSONReference, groupJSON, isCanonicalGroup, isRawGroupJSON, splitListItems } from '../../src/discovery/codec/json';
+import { parseDiscoveryBytes, DocumentCache } from '../../src/discovery/merge.worker';
+import { discoveryGroup, discoveryList } from '../support/discovery-arbitrary';
+import { syntheticServer } from '../../native-bench/synthetic';
 import { formatTime, parseTime } from '../../src/discovery/codec/time';
 import { discoveryETag } from '../../src/discovery/etag';
 import { mergeResources } from '../../src/discovery/merge';
@@ -305,6 +310,197 @@ test('property: JSON and protobuf carry the same content for random subsets of t
       assert.ok(encodeJSON(d).equals(encodeJSON(list)));
     }),
     { numRuns: 30 },
+  );
+});
+
+// ---- JSON: the JSON.stringify fast path and item splitting -------------------------------------
+
+const listOf = (items: APIGroupDiscovery[]): APIGroupDiscoveryList => ({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items });
+
+test('JSON fast path: byte-identical to the field-by-field walk (fixtures, their merge, synthetic CRD documents)', () => {
+  const docs = [aggregatedFixture('v1.33'), aggregatedFixture('v1.37'), mergedPairList(), syntheticServer(500, 0), syntheticServer(500, 1)];
+  for (const d of docs) {
+    assert.ok(encodeJSON(d).equals(encodeJSONReference(d)));
+    // Re-parsed from our own output (Go order, as an apiserver sends it): every group canonical.
+    const reparsed = JSON.parse(encodeJSON(d).toString('utf8')) as APIGroupDiscoveryList;
+    assert.ok(reparsed.items.every(isCanonicalGroup));
+    assert.ok(encodeJSON(reparsed).equals(encodeJSON(d)));
+  }
+  // The fixtures are written with sorted keys: not canonical, the walk is taken.
+  assert.ok(!aggregatedFixture('v1.37').items.some(isCanonicalGroup));
+});
+
+test('property: JSON fast path = walk for odd documents (order, missing/null/empty fields, unknown keys, escapes)', () => {
+  fc.assert(
+    fc.property(discoveryList, (list) => {
+      const ref = encodeJSONReference(list);
+      assert.equal(encodeJSON(list).toString('utf8'), ref.toString('utf8'));
+      for (const g of list.items) assert.equal(`[${groupJSON(g)}]`, JSON.stringify(JSON.parse(encodeJSONReference(listOf([g])).toString('utf8')).items).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+      // Parsed back (what the worker encodes): the same bytes again, through the fast path.
+      const reparsed = JSON.parse(ref.toString('utf8')) as APIGroupDiscoveryList;
+      assert.ok(encodeJSON(reparsed).equals(ref));
+      assert.ok(encodeJSONReference(reparsed).equals(ref));
+    }),
+    { numRuns: 400, seed: 4020 },
+  );
+});
+
+test('JSON fast path: what JSON.stringify would write differently is never taken for canonical', () => {
+  const r = (extra: object) => ({ resource: 'r', scope: 'Cluster', singularResource: 'r', verbs: ['get'], ...extra });
+  const g = (res: object, meta: object = { name: 'g' }) => ({ metadata: meta, versions: [{ version: 'v1', resources: [res] }] }) as unknown as APIGroupDiscovery;
+  for (const odd of [
+    g(r({ shortNames: [] })), g(r({ categories: [] })), g(r({ subresources: [] })), g(r({ responseKind: null })),
+    g({ resource: 'r', scope: 'Cluster', verbs: ['get'] }), g({ scope: 'Cluster', resource: 'r', singularResource: 'r', verbs: ['get'] }),
+    g(r({ x: 1 })), g(r({}), { name: '' }), g(r({}), { name: 'g', creationTimestamp: null }), g(r({}), {}),
+    { metadata: { name: 'g' }, versions: [] } as APIGroupDiscovery, { metadata: { name: 'g' }, versions: [{ version: 'v1', freshness: '' }] } as APIGroupDiscovery,
+    { metadata: { name: 'g' }, versions: [{ version: 'v1', resources: [] }] } as APIGroupDiscovery,
+    g(r({ subresources: [{ subresource: 's', verbs: ['get'], acceptedTypes: [] }] })),
+    g(r({ responseKind: { kind: 'K', version: '', group: '' } })),
+  ]) {
+    assert.equal(isCanonicalGroup(odd), false, JSON.stringify(odd));
+    assert.equal(encodeJSON(listOf([odd])).toString(), encodeJSONReference(listOf([odd])).toString());
+  }
+  const ok = g({ resource: 'r', responseKind: { group: '', version: '', kind: 'K' }, scope: '', singularResource: '', verbs: null, shortNames: ['x'], subresources: [{ subresource: 's', verbs: [] }] });
+  assert.equal(isCanonicalGroup(ok), true);
+  assert.equal(groupJSON(ok), JSON.stringify(ok));
+});
+
+test('property: isRawGroupJSON(g, raw) only when raw is byte for byte groupJSON(g)', () => {
+  let usable = 0;
+  const check = (raw: Buffer) => {
+    const g = JSON.parse(raw.toString('utf8')) as APIGroupDiscovery;
+    if (isRawGroupJSON(g, raw)) {
+      usable++;
+      assert.equal(raw.toString('utf8'), groupJSON(g));
+    }
+  };
+  fc.assert(
+    fc.property(discoveryGroup, fc.constantFrom('compact', 'go', 'spaced', 'repeated'), (g, form) => {
+      // 'go': the walk's own output (Go order, Go escaping), as an apiserver sends it.
+      const go = groupJSON(JSON.parse(JSON.stringify(g)));
+      const text =
+        form === 'go' ? go
+          : form === 'spaced' ? JSON.stringify(JSON.parse(go), null, 1)
+            : form === 'repeated' ? go.replace('{"metadata":', '{"metadata":{"name":"zz"},"metadata":')
+              : JSON.stringify(g);
+      check(Buffer.from(text, 'utf8'));
+    }),
+    { numRuns: 500, seed: 21 },
+  );
+  for (const g of syntheticServer(300, 1).items) {
+    const raw = Buffer.from(groupJSON(g), 'utf8');
+    assert.ok(isRawGroupJSON(JSON.parse(raw.toString()), raw));
+  }
+  assert.ok(usable > 50, `${usable}`);
+});
+
+/** splitListItems applied to text: the skeleton and the elements' texts. */
+function split(text: string): { skeleton: string; items: string[] } | undefined {
+  const b = Buffer.from(text, 'utf8');
+  const r = splitListItems(b);
+  if (r === undefined) return undefined;
+  const items: string[] = [];
+  for (let i = 0; i < r.items.length; i += 2) items.push(b.toString('utf8', r.items[i], r.items[i + 1]));
+  return { skeleton: `${b.toString('utf8', 0, r.itemsOpen)}[]${b.toString('utf8', r.itemsClose)}`, items };
+}
+
+test('property: splitListItems + JSON.parse of the parts = JSON.parse of the whole (any whitespace, any key order)', () => {
+  fc.assert(
+    fc.property(discoveryList, fc.constantFrom(undefined, 2, '\t'), fc.boolean(), (list, indent, itemsFirst) => {
+      const doc = itemsFirst ? { items: list.items, kind: list.kind, metadata: { resourceVersion: '1' }, apiVersion: list.apiVersion } : list;
+      const text = ` ${JSON.stringify(doc, null, indent)}\n`;
+      const parts = split(text);
+      assert.ok(parts !== undefined);
+      const whole = JSON.parse(parts.skeleton);
+      assert.deepEqual(whole.items, []);
+      whole.items = parts.items.map((t) => JSON.parse(t));
+      assert.deepEqual(whole, JSON.parse(text));
+    }),
+    { numRuns: 200, seed: 7 },
+  );
+});
+
+test('splitListItems gives up on what it cannot be sure of; the document cache then parses the whole', () => {
+  for (const text of ['[]', '{}', '{"items":{}}', '{"items":[1],"items":[2]}', '{"\\u0069tems":[1]}', '{"items":[1] x', '{"items":[1,]}', '{"items":[1]}}', '{"a":"\\"}', '\ufeff{"items":[]}']) {
+    assert.equal(split(text), undefined, text);
+  }
+  assert.deepEqual(split('{"items":[]}'), { skeleton: '{"items":[]}', items: [] });
+  assert.deepEqual(split('{"a":"]\\"}","items":[ {"b":"}"} , 2 ]}'), { skeleton: '{"a":"]\\"}","items":[]}', items: ['{"b":"}"}', '2'] });
+  assert.deepEqual(split('{"é😀":"ü","items":["ß\\u0022",{"x":"€"}]}'), { skeleton: '{"é😀":"ü","items":[]}', items: ['"ß\\u0022"', '{"x":"€"}'] });
+});
+
+test('property: the document cache parses exactly like parseDiscoveryBytes, also for broken and repeated documents', () => {
+  const cache = new DocumentCache(false);
+  const good = JSON.stringify(listOf(aggregatedFixture('v1.33').items.slice(0, 4)));
+  const outcome = (f: () => unknown) => {
+    try {
+      return { value: f() };
+    } catch (e) {
+      return { error: (e as Error).message };
+    }
+  };
+  fc.assert(
+    fc.property(discoveryList, fc.nat(), fc.constantFrom('none', 'truncate', 'insert', 'duplicate', 'good'), (list, at, damage) => {
+      let text = damage === 'good' ? good : JSON.stringify(list);
+      const i = at % (text.length + 1);
+      if (damage === 'truncate') text = text.slice(0, i);
+      else if (damage === 'insert') text = `${text.slice(0, i)}${'",]}{:x\\'[at % 9]}${text.slice(i)}`;
+      else if (damage === 'duplicate') text = text.replace('"items":', '"items":[],"items":');
+      let bytes = Buffer.from(text, 'utf8');
+      // Invalid UTF-8 too (decoded to U+FFFD, whole or in parts alike).
+      if (damage === 'insert' && at % 3 === 0) bytes = Buffer.concat([bytes.subarray(0, i), Buffer.from([0xe2, 0x82]), bytes.subarray(i)]);
+      const want = outcome(() => parseDiscoveryBytes(bytes, 'doc'));
+      cache.begin();
+      const got = outcome(() => cache.parse(bytes, 'doc'));
+      if ('error' in got) cache.abort();
+      else cache.commit();
+      assert.deepEqual(got, want, text);
+      // Parsed again from the cache (whole, or its groups): the same value.
+      cache.begin();
+      if ('value' in want) assert.deepEqual(cache.parse(Buffer.from(bytes), 'doc'), want.value);
+      cache.commit();
+    }),
+    { numRuns: 300, seed: 11 },
+  );
+  assert.ok(cache.stats.reusedDocuments > 0);
+  // Invalid UTF-8 inside a group's strings, and a multi-byte character cut short before a quote.
+  for (const junk of [[0xff], [0xe2, 0x82], [0xf0, 0x9f, 0x98], [0xc3]]) {
+    const bytes = Buffer.concat([Buffer.from('{"kind":"x\u00e9","items":[{"metadata":{"name":"a'), Buffer.from(junk), Buffer.from('"}},{"metadata":{"name":"'), Buffer.from(junk), Buffer.from('"}}]}')]);
+    cache.begin();
+    assert.deepEqual(cache.parse(bytes, 'doc'), parseDiscoveryBytes(bytes, 'doc'));
+    cache.commit();
+  }
+  // A new document sharing groups with the last build's: only the new group is parsed, the others
+  // are the very objects parsed before.
+  const items = aggregatedFixture('v1.37').items;
+  const before = cache.stats.parsedItems;
+  cache.begin();
+  const a = cache.parse(Buffer.from(JSON.stringify(listOf(items.slice(0, 5)))), 'a');
+  cache.commit();
+  cache.begin();
+  const b = cache.parse(Buffer.from(JSON.stringify(listOf([...items.slice(0, 5), items[9]!]))), 'b');
+  cache.commit();
+  assert.equal(cache.stats.parsedItems - before, 6);
+  for (let i = 0; i < 5; i++) assert.equal(b.items[i], a.items[i]);
+  assert.deepEqual(b, JSON.parse(JSON.stringify(listOf([...items.slice(0, 5), items[9]!]))));
+});
+
+// ---- protobuf: assembling a list from encoded groups -------------------------------------------
+
+test('property: assembleAPIGroupDiscoveryList of encoded groups = encodeAPIGroupDiscoveryList', () => {
+  for (const list of [aggregatedFixture('v1.33'), aggregatedFixture('v1.37'), mergedPairList(), listOf([]), syntheticServer(2000, 1)]) {
+    for (const version of versions) {
+      const want = encodeAPIGroupDiscoveryList(list, version);
+      assert.ok(Buffer.from(assembleAPIGroupDiscoveryList(version, list.items.map(encodeAPIGroupDiscoveryMessage))).equals(want));
+      assert.ok(encodeAPIGroupDiscoveryList(list, version, encodeAPIGroupDiscoveryMessage).equals(want));
+    }
+  }
+  fc.assert(
+    fc.property(fc.array(discoveryGroup, { maxLength: 6 }), (items) => {
+      const want = encodeAPIGroupDiscoveryList(listOf(items), 'v2');
+      assert.ok(Buffer.from(assembleAPIGroupDiscoveryList('v2', items.map(encodeAPIGroupDiscoveryMessage))).equals(want));
+    }),
+    { numRuns: 200, seed: 3 },
   );
 });
 

@@ -2,12 +2,28 @@
 // (spec §4.5) and the legacy documents derived from the merged data.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildDiscoverySnapshot, filterExcludedGroupVersions, packSnapshot, unpackSnapshot } from '../../src/discovery/snapshot';
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import {
+  buildDiscoverySnapshot,
+  filterExcludedGroupVersions,
+  packSnapshot,
+  unpackSnapshot,
+  SnapshotMemo,
+  type DiscoverySnapshot,
+  type EncodedDiscovery,
+  type LegacyDiscovery,
+  type PackedSnapshot,
+} from '../../src/discovery/snapshot';
 import { mergeResources } from '../../src/discovery/merge';
-import { encodeJSON } from '../../src/discovery/codec/json';
-import { decodeDiscovery } from '../../src/discovery/codec/protobuf';
+import { encodeJSON, encodeJSONReference } from '../../src/discovery/codec/json';
+import { decodeDiscovery, encodeAPIGroupDiscoveryList } from '../../src/discovery/codec/protobuf';
+import { buildLegacyDiscovery } from '../../src/discovery/legacy';
+import { MergeCaches, parseDiscoveryBytes, runMergeTask } from '../../src/discovery/merge.worker';
 import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/discovery/types';
-import { aggregatedFixture } from '../support/fixtures';
+import { aggregatedFixture, readFixture } from '../support/fixtures';
+import { discoveryGroup, discoveryList } from '../support/discovery-arbitrary';
+import { everyResourceChanged, oneResourceChanged, syntheticServer } from '../../native-bench/synthetic';
 
 const v133 = aggregatedFixture('v1.33');
 const v137 = aggregatedFixture('v1.37');
@@ -211,4 +227,216 @@ test('pack/unpack round-trips every body without copying on the receiving side',
   const alone = buildDiscoverySnapshot({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
   const ua = unpackSnapshot(packSnapshot(alone));
   assert.equal(ua.merged, ua.local);
+});
+
+test('pack options: held documents left out, local apart, the merged buffer moved; unpack restores every body', () => {
+  const s = pair('v1.33');
+  const ids = new Map([[s.local, 'L'], [s.merged, 'M']]);
+  const idOf = (e: EncodedDiscovery) => ids.get(e)!;
+  const whole = (p: PackedSnapshot, held?: Map<string, EncodedDiscovery>) => bodiesOf(unpackSnapshot(p, undefined, held));
+  // Nothing held: everything travels; local apart; merged in its own buffer, not copied.
+  const p1 = packSnapshot(s, { idOf, separateLocal: true, moveMerged: true });
+  assert.equal(p1.mergedBuffer, s.merged.json.buffer);
+  assert.ok(p1.localBuffer !== undefined && p1.localBuffer.byteLength === s.local.json.length + s.local.protobuf.length);
+  assertSameBodies(whole(p1), bodiesOf(s), 'all sent');
+  // The receiver holds the local document: left out, and restored from what it holds.
+  const p2 = packSnapshot(s, { idOf, omit: new Set(['L']), separateLocal: true });
+  assert.equal(p2.meta.localJSON, null);
+  assert.equal(p2.localBuffer, undefined);
+  assert.equal(p2.buffer.byteLength, s.merged.json.length + s.merged.protobuf.length + legacyEntries(s.legacy).reduce((n, [, b]) => n + b.length, 0));
+  const u2 = unpackSnapshot(p2, undefined, new Map([['L', s.local]]));
+  assert.equal(u2.local, s.local);
+  assertSameBodies(bodiesOf(u2), bodiesOf(s), 'local held');
+  assert.throws(() => unpackSnapshot(p2), /left out but not held/);
+  // Merged = local and held: nothing but the legacy documents travels.
+  const alone = buildDiscoverySnapshot({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
+  const p3 = packSnapshot(alone, { idOf: () => 'A', omit: new Set(['A']), separateLocal: true, moveMerged: true });
+  assert.equal(p3.mergedBuffer, undefined);
+  const u3 = unpackSnapshot(p3, undefined, new Map([['A', alone.local]]));
+  assert.equal(u3.merged, alone.local);
+  assert.equal(u3.local, alone.local);
+});
+
+// ---- the cached build path = the uncached one, byte for byte --------------------------------------
+// runMergeTask with caches kept across builds (parsed documents and groups found again by bytes
+// and text, memoised group encodings, pairwise merges and exclusion filters, the local encodings)
+// against an independent rebuild of what the code did before any cache: whole-document
+// JSON.parse, the exclusion filter as it was, mergeResources without memo, the field-by-field JSON
+// walk, the protobuf Writer path, SHA-512 of the list without TypeMeta, the legacy documents.
+
+function oldFilterExcludedGroupVersions(groups: readonly APIGroupDiscovery[], excluded: ReadonlySet<string>): [APIGroupDiscovery[], number] {
+  if (excluded.size === 0) return [groups as APIGroupDiscovery[], 0];
+  let dropped = 0;
+  for (const g of groups) {
+    const name = g.metadata?.name ?? '';
+    for (const v of g.versions ?? []) if (excluded.has(`${name}/${v.version}`)) dropped += v.resources?.length ?? 0;
+  }
+  if (dropped === 0) return [groups as APIGroupDiscovery[], 0];
+  const out: APIGroupDiscovery[] = [];
+  for (const g of groups) {
+    const name = g.metadata?.name ?? '';
+    const versions = g.versions ?? [];
+    const kept = versions.filter((v) => !excluded.has(`${name}/${v.version}`));
+    if (kept.length === versions.length) out.push(g);
+    else if (kept.length > 0) out.push({ ...g, versions: kept });
+  }
+  return [out, dropped];
+}
+
+interface Bodies {
+  mergedJSON: Buffer;
+  mergedProtobuf: Buffer;
+  mergedEtag: string;
+  localJSON: Buffer;
+  localProtobuf: Buffer;
+  localEtag: string;
+  mergedIsLocal: boolean;
+  legacy: [string, Buffer][];
+  counts: unknown;
+}
+
+function referenceBuild(localID: string, local: Buffer, peerDocs: [string, Buffer][], excludedList: string[]): Bodies {
+  const localItems = parseDiscoveryBytes(local, 'local').items;
+  const excluded = new Set(excludedList);
+  const peerMap = new Map<string, APIGroupDiscovery[]>();
+  let excludedPeerResources = 0;
+  for (const [id, bytes] of peerDocs) {
+    if (id === localID || peerMap.has(id)) continue;
+    const [groups, dropped] = oldFilterExcludedGroupVersions(parseDiscoveryBytes(bytes, id).items, excluded);
+    excludedPeerResources += dropped;
+    peerMap.set(id, groups);
+  }
+  const encode = (items: APIGroupDiscovery[]) => {
+    const json = encodeJSONReference(list(items));
+    const prefix = '{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2",';
+    assert.ok(json.toString('utf8').startsWith(prefix));
+    const etag = `"${createHash('sha512').update(Buffer.concat([Buffer.from('{'), json.subarray(prefix.length)])).digest('hex').toUpperCase()}"`;
+    return { json, protobuf: encodeAPIGroupDiscoveryList(list(items), 'v2'), etag };
+  };
+  const mergedItems = mergeResources(localID, localItems, peerMap);
+  const l = encode(localItems);
+  const m = mergedItems === localItems ? l : encode(mergedItems);
+  const legacy = buildLegacyDiscovery(mergedItems, localItems);
+  const gvrs = (items: APIGroupDiscovery[]) => items.reduce((n, g) => n + (g.versions ?? []).reduce((k, v) => k + (v.resources?.length ?? 0), 0), 0);
+  return {
+    mergedJSON: m.json, mergedProtobuf: m.protobuf, mergedEtag: m.etag,
+    localJSON: l.json, localProtobuf: l.protobuf, localEtag: l.etag,
+    mergedIsLocal: mergedItems === localItems,
+    legacy: legacyEntries(legacy),
+    counts: {
+      servers: 1 + peerMap.size, groups: mergedItems.length,
+      groupVersions: mergedItems.reduce((n, g) => n + (g.versions ?? []).length, 0), resources: gvrs(mergedItems),
+      localResources: gvrs(localItems), peerOnlyGroupVersions: legacy.resourceLists.size, excludedPeerResources,
+    },
+  };
+}
+
+function legacyEntries(l: LegacyDiscovery): [string, Buffer][] {
+  return [['apis', l.apis], ...[...l.groups].map(([k, b]) => [`group ${k}`, b] as [string, Buffer]), ...[...l.resourceLists].map(([k, b]) => [`list ${k}`, b] as [string, Buffer])];
+}
+
+function bodiesOf(s: DiscoverySnapshot): Bodies {
+  return {
+    mergedJSON: s.merged.json, mergedProtobuf: s.merged.protobuf, mergedEtag: s.merged.etag,
+    localJSON: s.local.json, localProtobuf: s.local.protobuf, localEtag: s.local.etag,
+    mergedIsLocal: s.merged === s.local, legacy: legacyEntries(s.legacy), counts: { ...s.counts },
+  };
+}
+
+function assertSameBodies(got: Bodies, want: Bodies, label: string): void {
+  for (const k of ['mergedJSON', 'mergedProtobuf', 'localJSON', 'localProtobuf'] as const) {
+    assert.ok(got[k].equals(want[k]), `${label}: ${k} differs`);
+  }
+  assert.equal(got.mergedEtag, want.mergedEtag, `${label}: merged ETag`);
+  assert.equal(got.localEtag, want.localEtag, `${label}: local ETag`);
+  assert.equal(got.mergedIsLocal, want.mergedIsLocal, `${label}: merged is local`);
+  assert.deepEqual(got.legacy.map(([k]) => k), want.legacy.map(([k]) => k), `${label}: legacy documents`);
+  got.legacy.forEach(([k, b], i) => assert.ok(b.equals(want.legacy[i]![1]), `${label}: legacy ${k}`));
+  assert.deepEqual(got.counts, want.counts, `${label}: counts`);
+}
+
+/** Documents whose groups overlap in every way the caches care about. */
+function documentPool(): Buffer[] {
+  const canonical = (l: APIGroupDiscoveryList) => encodeJSON(l);
+  const s = [0, 1, 2, 3].map((i) => canonical(syntheticServer(300, i)));
+  const odd = fc.sample(discoveryList, { numRuns: 3, seed: 99 }).map((l) => Buffer.from(JSON.stringify(l)));
+  const mixed = list([...v137.items.slice(0, 6), ...syntheticServer(120, 1).items.slice(20), ...(fc.sample(discoveryGroup, { numRuns: 4, seed: 5 }))]);
+  return [
+    readFixture('v1.33-0b1dcaba/aggregated_v2.json'), // pretty-printed, sorted keys: the walk
+    readFixture('v1.37.0-dev-6732d913/aggregated_v2.json'),
+    canonical(v133), canonical(v137), // Go order: the JSON.stringify path
+    ...s,
+    oneResourceChanged(s[2]!, 'changed-'),
+    everyResourceChanged(s[1]!, 'new-'),
+    Buffer.from(JSON.stringify(list(v137.items.slice(0, 20)), null, 1)),
+    ...odd,
+    Buffer.from(JSON.stringify(mixed)),
+  ];
+}
+
+test('cached builds (warm and cold caches) = the uncached build, byte for byte, over changing inputs', () => {
+  const pool = documentPool();
+  const ids = ['apiserver-a', 'apiserver-b', 'apiserver-c', 'apiserver-d', 'apiserver-e'];
+  const gvs = ['apps/v1', 'g1.example.com/v1', 'resource.k8s.io/v1alpha3', 'crd3.example.com/v1', 'crd4.example.com/v1beta1', 'storagemigration.k8s.io/v1alpha1'];
+  const caches = new MergeCaches(false);
+  let n = 0;
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.record({
+          local: fc.nat(pool.length - 1),
+          localID: fc.constantFrom(...ids),
+          peers: fc.array(fc.tuple(fc.constantFrom(...ids), fc.nat(pool.length - 1)), { minLength: 0, maxLength: 4 }),
+          excluded: fc.subarray(gvs),
+        }),
+        { minLength: 1, maxLength: 6 },
+      ),
+      (steps) => {
+        for (const step of steps) {
+          const peerDocs = step.peers.map(([id, d]) => [id, pool[d]!] as [string, Buffer]);
+          const task = {
+            localID: step.localID,
+            localApis: pool[step.local]!,
+            peers: peerDocs.map(([id, apis]) => ({ id, apis })),
+            excludedGroupVersions: step.excluded,
+            generation: ++n,
+          };
+          const want = referenceBuild(step.localID, pool[step.local]!, peerDocs, step.excluded);
+          assertSameBodies(bodiesOf(runMergeTask(task, 'inline', undefined, caches)), want, `warm ${JSON.stringify(step)}`);
+          assertSameBodies(bodiesOf(runMergeTask(task, 'inline')), want, `cold ${JSON.stringify(step)}`);
+          // The same input again: everything from the caches.
+          assertSameBodies(bodiesOf(runMergeTask(task, 'inline', undefined, caches)), want, `again ${JSON.stringify(step)}`);
+        }
+      },
+    ),
+    { numRuns: 25, seed: 4020 },
+  );
+  assert.ok(caches.documents.stats.reusedDocuments > 0 && caches.documents.stats.reusedItems > 0);
+});
+
+test('a bad document leaves the caches as they were; the next build is still exact', () => {
+  const caches = new MergeCaches(false);
+  const a = encodeJSON(syntheticServer(200, 0));
+  const b = encodeJSON(syntheticServer(200, 1));
+  const task = (local: Buffer, peer: Buffer) => ({ localID: 's0', localApis: local, peers: [{ id: 's1', apis: peer }], excludedGroupVersions: [], generation: 1 });
+  runMergeTask(task(a, b), 'inline', undefined, caches);
+  assert.throws(() => runMergeTask(task(a, Buffer.from('{"items":[{"metadata":')), 'inline', undefined, caches), /peer s1 \/apis/);
+  assertSameBodies(bodiesOf(runMergeTask(task(b, a), 'inline', undefined, caches)), referenceBuild('s0', b, [['s1', a]], []), 'after error');
+  // A caller's buffer reused for other bytes of the same length is not mistaken for the cached
+  // document (the cache keeps a copy of what it was given).
+  const reused = Buffer.from(a);
+  runMergeTask(task(reused, b), 'inline', undefined, caches);
+  const changed = Buffer.from(a.toString('latin1').replace('"widget1"', '"wodget1"'), 'latin1');
+  assert.equal(changed.length, a.length);
+  assert.ok(!changed.equals(a));
+  changed.copy(reused);
+  assertSameBodies(bodiesOf(runMergeTask(task(reused, b), 'inline', undefined, caches)), referenceBuild('s0', changed, [['s1', b]], []), 'reused buffer');
+});
+
+test('buildDiscoverySnapshot with a memo kept across builds = without', () => {
+  const memo = new SnapshotMemo();
+  for (const [local, peer, excluded] of [[v133, v137, []], [v137, v133, ['apps/v1']], [v133, v137, []], [v133, v137, ['resource.k8s.io/v1alpha3']]] as const) {
+    const input = { localID: 'apiserver-a', localApis: local, peers: [{ id: 'apiserver-b', apis: peer }], excludedGroupVersions: [...excluded] };
+    assertSameBodies(bodiesOf(buildDiscoverySnapshot(input, undefined, memo)), bodiesOf(buildDiscoverySnapshot(input)), JSON.stringify(excluded));
+  }
 });

@@ -1,0 +1,3 @@
+module mvproxy.bench/goproxy
+
+go 1.19

@@ -1,0 +1,151 @@
+// Attacks on the peer listener (node:https, mutual TLS, CN allow-list; spec §2.5). Since the peer
+// listener also *trusts* the X-Remote-* identity a verified peer sends, getting a request past it
+// would mean choosing one's own identity: every attempt here must be refused before any byte
+// reaches an apiserver. Builds on test/integration/proxy.test.ts (GET with no certificate, a
+// foreign CA, a disallowed CN) with writes, pipelining, upgrades, spoofed identity headers and
+// certificates that are wrong in subtler ways (the wrong one of the cluster's own CAs, the name in
+// O instead of CN, expired, not yet valid, server-only usage, self-signed).
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import tls from 'node:tls';
+import { twoVersionPlane, OLD, NEW } from '../support/plane';
+import { createCA } from '../../src/pki/throwaway';
+import type { Plane } from '../../src/demo/topology';
+
+const LOCAL = '/api/v1/namespaces/default/configmaps';
+const ALLOWED = 'front-proxy-client';
+
+interface TLSReply {
+  /** The TLS handshake (or the first read) failed: the listener refused the certificate. */
+  refused: string | null;
+  out: string;
+}
+
+/** Opens mutual TLS to the peer listener, sends raw bytes, collects the answer until close or waitMs. */
+function tlsExchange(address: string, ca: string, cert: { cert: string; key: string } | undefined, bytes: string, waitMs = 1500): Promise<TLSReply> {
+  const [host, port] = address.split(':');
+  return new Promise((resolve) => {
+    let out = '';
+    let refused: string | null = null;
+    const s = tls.connect({ host, port: Number(port), ca, servername: 'kubernetes.default.svc', ...(cert ?? {}) });
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve({ refused, out });
+    }, waitMs);
+    s.on('secureConnect', () => s.write(bytes));
+    s.on('data', (d) => (out += d.toString('latin1')));
+    s.on('error', (e: Error & { code?: string }) => {
+      refused ??= e.code ?? e.message;
+    });
+    s.on('close', () => {
+      clearTimeout(timer);
+      // TLS 1.3: the server's verdict on our certificate arrives after our handshake completes, as
+      // an alert on the first read; a close with nothing read counts as refused too.
+      if (!out && !refused) refused = 'closed without a reply';
+      resolve({ refused, out });
+    });
+  });
+}
+
+describe('peer listener attacks', () => {
+  let plane: Plane & { tmp: string };
+  let seq = 0;
+  const creds: Record<string, { cert: string; key: string } | undefined> = {};
+
+  before(async () => {
+    plane = await twoVersionPlane('uws');
+    const fp = plane.pki.frontProxyCA;
+    const foreign = await createCA('foreign-ca');
+    const selfSigned = await createCA(ALLOWED); // a CA certificate standing in for itself
+    const hour = 3600_000;
+    const [good, wrongCN, nameInO, fromClusterCA, fromForeign, expired, notYetValid, serverOnly] = await Promise.all([
+      fp.issue({ commonName: ALLOWED, usage: 'client' }),
+      fp.issue({ commonName: 'system:admin', usage: 'client' }),
+      fp.issue({ commonName: 'someone', organization: [ALLOWED], usage: 'client' }),
+      plane.pki.clusterCA.issue({ commonName: ALLOWED, usage: 'client' }),
+      foreign.issue({ commonName: ALLOWED, usage: 'client' }),
+      fp.issue({ commonName: ALLOWED, usage: 'client', notBeforeOffsetMs: -2 * hour, validForMs: -hour }),
+      fp.issue({ commonName: ALLOWED, usage: 'client', notBeforeOffsetMs: hour, validForMs: 2 * hour }),
+      fp.issue({ commonName: ALLOWED, usage: 'server' }),
+    ]);
+    Object.assign(creds, { good, wrongCN, nameInO, fromClusterCA, fromForeign, expired, notYetValid, serverOnly, selfSigned: { cert: selfSigned.cert, key: selfSigned.key }, none: undefined });
+  });
+  after(async () => {
+    await plane?.close();
+  });
+
+  /** Requests carrying x-test-id: id that reached any simulated apiserver. */
+  const reached = (id: string) => plane.members.flatMap((m) => m.sim.requests.filter((r) => r.headers['x-test-id'] === id).map(() => m.spec.name));
+
+  const get = (id: string, extra = '') => `GET ${LOCAL} HTTP/1.1\r\nHost: kubernetes.default.svc\r\nx-test-id: ${id}\r\nx-kubernetes-peer-proxied: true\r\n${extra}\r\n`;
+  const post = (id: string) => {
+    const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: id } });
+    return `POST ${LOCAL} HTTP/1.1\r\nHost: kubernetes.default.svc\r\nx-test-id: ${id}\r\nx-kubernetes-peer-proxied: true\r\nX-Remote-User: system:admin\r\nX-Remote-Group: system:masters\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  };
+  const upgrade = (id: string) =>
+    `GET /api/v1/namespaces/default/pods/p/exec?command=sh HTTP/1.1\r\nHost: kubernetes.default.svc\r\nx-test-id: ${id}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nX-Remote-User: system:admin\r\n\r\n`;
+
+  test('control: the proxy client certificate of a peer is served (so the refusals below are about the certificate)', async () => {
+    const id = `pl-${++seq}`;
+    const r = await tlsExchange(plane.member(OLD).peerAddress, plane.pki.clusterCA.cert, creds.good, get(id, 'Connection: close\r\n'));
+    assert.equal(r.refused, null);
+    assert.match(r.out, /^HTTP\/1\.1 200/);
+    assert.deepEqual(reached(id), [OLD]);
+  });
+
+  const TLS_REFUSED: [string, string][] = [
+    ['none', 'no client certificate'],
+    ['fromForeign', 'a client certificate from a foreign CA with the allowed CN'],
+    ['selfSigned', 'a self-signed certificate with the allowed CN'],
+    ['fromClusterCA', "a certificate from the cluster CA (the peers' *serving* CA) with the allowed CN: the wrong one of the cluster's own CAs"],
+    ['expired', 'an expired certificate from the front-proxy CA with the allowed CN'],
+    ['notYetValid', 'a not-yet-valid certificate from the front-proxy CA with the allowed CN'],
+  ];
+  for (const [key, what] of TLS_REFUSED) {
+    test(`${what}: refused in the handshake; GET, POST with X-Remote-* and an upgrade all reach no apiserver`, async () => {
+      for (const make of [get, post, upgrade]) {
+        const id = `pl-${++seq}`;
+        const r = await tlsExchange(plane.member(OLD).peerAddress, plane.pki.clusterCA.cert, creds[key], make(id));
+        assert.ok(r.refused !== null && !/^HTTP/.test(r.out), `${key}: ${JSON.stringify(r)}`);
+        assert.deepEqual(reached(id), []);
+      }
+    });
+  }
+
+  test('a client certificate whose only usage is serverAuth, from the front-proxy CA with the allowed CN: refused (Go requires clientAuth for request-header certificates)', async () => {
+    const id = `pl-${++seq}`;
+    const r = await tlsExchange(plane.member(OLD).peerAddress, plane.pki.clusterCA.cert, creds.serverOnly, get(id));
+    assert.ok(r.refused !== null || /^HTTP\/1\.1 401/.test(r.out), JSON.stringify(r));
+    assert.deepEqual(reached(id), []);
+  });
+
+  for (const [key, what] of [
+    ['wrongCN', 'a front-proxy-CA certificate with a CN outside --requestheader-allowed-names'],
+    ['nameInO', 'a front-proxy-CA certificate with the allowed name in O, not in CN'],
+  ] as const) {
+    test(`${what}: 401 Status for GET, POST with X-Remote-User: system:admin, pipelined requests; nothing reaches an apiserver`, async () => {
+      const ids = [++seq, ++seq, ++seq].map((n) => `pl-${n}`);
+      // Three requests pipelined on one connection: each is judged (the verdict is per connection).
+      const r = await tlsExchange(plane.member(OLD).peerAddress, plane.pki.clusterCA.cert, creds[key], get(ids[0]) + post(ids[1]) + get(ids[2], 'Connection: close\r\n'), 3000);
+      assert.equal(r.refused, null);
+      const statuses = [...r.out.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
+      assert.deepEqual(statuses, ['401', '401', '401'], r.out.slice(0, 300));
+      assert.match(r.out, /"reason":"Unauthorized"/);
+      for (const id of ids) assert.deepEqual(reached(id), []);
+    });
+  }
+
+  test('an upgrade (exec) from a verified peer: the connection is dropped, nothing reaches an apiserver (upgrades are never proxied between peers)', async () => {
+    const id = `pl-${++seq}`;
+    const r = await tlsExchange(plane.member(NEW).peerAddress, plane.pki.clusterCA.cert, creds.good, upgrade(id));
+    assert.ok(!/^HTTP\/1\.1 101/.test(r.out), r.out);
+    assert.deepEqual(reached(id), []);
+  });
+
+  test('the listener still serves a good peer after all of the above', async () => {
+    const id = `pl-${++seq}`;
+    const r = await tlsExchange(plane.member(OLD).peerAddress, plane.pki.clusterCA.cert, creds.good, get(id, 'Connection: close\r\n'));
+    assert.match(r.out, /^HTTP\/1\.1 200/);
+    assert.deepEqual(reached(id), [OLD]);
+  });
+});
