@@ -9,7 +9,9 @@
 //
 // Options: --rounds N --duration S --connections C --tools autocannon,wrk --no-pin
 //   --server-cpus 0 --client-cpus 1 --no-watch --watches N --watch-interval-ms MS
-//   --no-open-watches --open-watches N --runtime dist|tsx --out-dir DIR --no-readme --no-anchors
+//   --no-open-watches --open-watches N --runtime dist|tsx --out-dir DIR --no-readme --readme --no-anchors
+//   --proxy-node-flags "--max-semi-space-size=4"   (node flags for the mvproxy processes)
+//   --only open-watches                           (just the 1,000-watch RSS measurement)
 
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -62,6 +64,8 @@ const OPEN_HOLD = num('--open-hold-ms', QUICK ? 1500 : 5000);
 const ANCHORS = !has('--no-anchors') && !SMOKE;
 const ONLY = (str('--only') ?? (SMOKE ? 'uws/get' : '')).split(',').map((s) => s.trim()).filter(Boolean);
 const PROFILE_SECONDS = num('--profile-seconds', 10);
+/** Extra node flags for every mvproxy process, e.g. "--max-semi-space-size=4" (experiments without touching src/). */
+const PROXY_NODE_FLAGS = (str('--proxy-node-flags') ?? '').split(' ').filter(Boolean);
 const MODE: BenchResult['mode'] = SMOKE ? 'smoke' : ONLY.length || PROFILE || has('--duration') ? 'custom' : QUICK ? 'quick' : 'full';
 // Every run is bounded: the whole harness stops (and cleans up) past this.
 const TIME_LIMIT_MS = num('--time-limit-s', SMOKE ? 60 : QUICK ? 600 : 3600) * 1000;
@@ -170,14 +174,14 @@ async function setup(): Promise<void> {
     const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c']);
     let B: Mvproxy | undefined;
     if (needB) {
-      B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime, cpus: PINNING.server, nodeFlags: profiled('b') ? profFlags('mvproxy-b') : [] });
+      B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('b') ? profFlags('mvproxy-b') : [])] });
       procs.push(B.proc);
       targetInfo.push({ name: 'mvproxy B (peer of A; its apiserver is backend listener b)', idleRssMB: MB(memory(B.proc.pid).rss) });
     }
     const peers = B ? { [B.serverID]: `127.0.0.1:${B.peerPort}` } : {};
     mvSetup = { pki, peers, runtime };
     if (needA) {
-      const A = await startMvproxy({ name: 'a', frontend: 'uws', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: profiled('uws') ? profFlags('mvproxy-a') : [] });
+      const A = await startMvproxy({ name: 'a', frontend: 'uws', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('uws') ? profFlags('mvproxy-a') : [])] });
       procs.push(A.proc);
       if (A.frontend !== 'uws') notes.push(`mvproxy A could not use uWebSockets.js and serves with the ${A.frontend} front end: the "uWS" rows measure that front end`);
       targets.set('uws', { name: 'uws', port: A.clientPort, pids: () => [A.proc.pid] });
@@ -206,7 +210,7 @@ async function setup(): Promise<void> {
       log(`mvproxy A (uws): pid ${A.proc.pid}, client :${A.clientPort}${B ? `, peer B pid ${B.proc.pid} peer listener :${B.peerPort}` : ''}`);
     }
     if (needC) {
-      const C = await startMvproxy({ name: 'c', frontend: 'node', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: profiled('node') ? profFlags('mvproxy-c') : [] });
+      const C = await startMvproxy({ name: 'c', frontend: 'node', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('node') ? profFlags('mvproxy-c') : [])] });
       procs.push(C.proc);
       targets.set('node', { name: 'node', port: C.clientPort, pids: () => [C.proc.pid] });
       targetInfo.push({ name: 'mvproxy C (node:http front end)', idleRssMB: MB(memory(C.proc.pid).rss) });
@@ -415,7 +419,7 @@ async function measureOpenWatches(target: string, fresh: boolean): Promise<OpenW
   let own: Mvproxy | undefined;
   if (fresh) {
     if (!mvSetup) return undefined;
-    own = await startMvproxy({ name: target === 'uws' ? 'a' : 'c', frontend: target === 'uws' ? 'uws' : 'node', localPort: backend!.portA, peers: mvSetup.peers, pki: mvSetup.pki, runtime: mvSetup.runtime, cpus: PINNING.server });
+    own = await startMvproxy({ name: target === 'uws' ? 'a' : 'c', frontend: target === 'uws' ? 'uws' : 'node', localPort: backend!.portA, peers: mvSetup.peers, pki: mvSetup.pki, runtime: mvSetup.runtime, cpus: PINNING.server, nodeFlags: PROXY_NODE_FLAGS });
     const proc = own.proc;
     t = { name: target, port: own.clientPort, pids: () => [proc.pid] };
     await sleep(1000);
@@ -558,7 +562,7 @@ async function main(): Promise<void> {
       tools: TOOLS,
       toolVersions: { autocannon: '9.0.0', ...(WRK ? { wrk: wrkVersion() ?? 'unknown' } : {}) },
       pinning: { server: PINNING.server ?? null, client: PINNING.client ?? null, note: pinNote },
-      runtime: runtimeUsed === 'dist' ? 'compiled (tsc → bench/.build, as dist/ in the image), NODE_ENV=production' : 'tsx (node --import tsx src/main.ts)',
+      runtime: (runtimeUsed === 'dist' ? 'compiled (tsc → bench/.build, as dist/ in the image), NODE_ENV=production' : 'tsx (node --import tsx src/main.ts)') + (PROXY_NODE_FLAGS.length ? `, node flags ${PROXY_NODE_FLAGS.join(' ')}` : ''),
       watch: { watches: WATCHES, intervalMs: WATCH_INTERVAL, measureMs: WATCH_MEASURE },
       openWatches: OPEN_WATCHES,
     },
