@@ -12,7 +12,9 @@
 // several runs, so GC pauses do not count); the max/median ratio of ns/char within each length
 // bucket is reported too (it mixes shapes of different cost, so it is not judged).
 //
-//   npm run fuzz -- [--inputs N] [--seconds S] [--seed N]      (or: node --import tsx scripts/fuzz.ts)
+//   node --import tsx scripts/fuzz.ts [--inputs N] [--seconds S] [--seed N]
+//
+// Exit status 0 when every check passed within the budget, 1 otherwise (the last line is JSON).
 //
 // test/security/fuzz.test.ts runs the same harness with 20,000 inputs.
 
