@@ -5,7 +5,7 @@
 //   4. codec.ts      protobuf vs JSON encode/decode of the discovery document (~20 s)
 //   5. merge-load.ts main-thread event-loop delay while merges run during a request load (~35 s)
 //
-//   npm run native-bench                      # full: ~90 s on the project VMs
+//   npm run native-bench                      # full: ~90 s on the project VMs, ~145 s with 4 and 5
 //   npm run native-bench -- --quick           # CI smoke run: every harness, seconds, numbers meaningless
 //   npm run native-bench -- --only hotpath,merge
 //
