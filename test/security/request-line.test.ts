@@ -36,7 +36,7 @@ for (const frontend of ['uws', 'node'] as const) {
     /** Sends the bytes; returns the reply and the app requests the upstream recorded, after checking framing. */
     async function attack(bytes: string | string[], o: { waitMs?: number; gapMs?: number; keepOpen?: boolean } = {}) {
       up.reset();
-      const r = await sendRaw(d.clientPort, bytes, { waitMs: o.waitMs ?? 1500, gapMs: o.gapMs, keepOpen: o.keepOpen });
+      const r = await sendRaw(d.clientPort, bytes, { waitMs: o.waitMs ?? 1500, gapMs: o.gapMs, keepOpen: o.keepOpen, endOnResponse: true });
       const app = up.appRequests();
       for (const a of up.requests) assert.deepEqual(strictFramingProblems(a), [], `forwarded ambiguously: ${JSON.stringify(a.head.slice(0, 300))}`);
       return { r, app, targets: app.map((a) => a.target) };

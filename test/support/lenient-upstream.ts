@@ -276,9 +276,11 @@ export interface RawReply {
 /**
  * Sends bytes on a fresh TCP connection, optionally in several writes `gapMs` apart (each its own
  * TCP segment on loopback), and collects what comes back until the server closes or `waitMs`
- * passes after the last write. `keepOpen` returns the socket still open instead of destroying it.
+ * passes after the last write. `keepOpen` returns the socket still open instead of destroying it;
+ * `endOnResponse` returns as soon as one complete Content-Length response arrived on a connection
+ * the server keeps alive.
  */
-export function sendRaw(port: number, data: string | Buffer | (string | Buffer)[], o: { waitMs?: number; gapMs?: number; keepOpen?: boolean } = {}): Promise<RawReply & { socket?: net.Socket }> {
+export function sendRaw(port: number, data: string | Buffer | (string | Buffer)[], o: { waitMs?: number; gapMs?: number; keepOpen?: boolean; endOnResponse?: boolean } = {}): Promise<RawReply & { socket?: net.Socket }> {
   const parts = Array.isArray(data) ? data : [data];
   const waitMs = o.waitMs ?? 1500;
   return new Promise((resolve) => {
@@ -300,6 +302,15 @@ export function sendRaw(port: number, data: string | Buffer | (string | Buffer)[
     s.on('data', (d) => {
       if (out === '') firstByteMs = Date.now() - t0;
       out += d.toString('latin1');
+      if (o.endOnResponse) {
+        // A complete Content-Length response on a connection the server keeps open: no need to wait.
+        // (A response that says "connection: close" waits for the close, which the caller may check.)
+        const he = out.indexOf('\r\n\r\n');
+        if (he === -1) return;
+        const head = out.slice(0, he).toLowerCase();
+        const cl = /\r\ncontent-length: *(\d+)/.exec(head);
+        if (!/\r\nconnection: *close/.test(head) && cl && out.length >= he + 4 + Number(cl[1])) finish(false);
+      }
     });
     s.on('error', () => undefined);
     s.on('close', () => finish(true));
