@@ -4,7 +4,12 @@
 
 import type { Readable } from 'node:stream';
 import type { Identity, ResponseHead } from '../upstream/headers';
+import type { ErrorCode } from '../upstream/errors';
 
+/**
+ * A response that ends before the request body was read to its end closes the connection after
+ * it (both front ends): the unread rest cannot be skipped safely and must not hold the socket.
+ */
 export interface ClientResponse {
   /**
    * Status and headers. `flushNow` asks for them to reach the client before any body byte
@@ -41,6 +46,8 @@ export interface Exchange {
   onClientClose: (() => void) | null;
   /** True once the client went away. */
   readonly clientClosed: boolean;
+  /** Set when the body framing is ambiguous or unsupported (listener/framing.ts): answered with it, never forwarded. */
+  readonly framingError: ErrorCode | undefined;
   /** The user of a client certificate the front end verified (--client-ca-file), if any. */
   readonly identity?: Identity;
 }

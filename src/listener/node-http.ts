@@ -3,13 +3,40 @@
 // client certificate, which the uWS build that loads here cannot: stack.md §4).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange } from './exchange';
 import type { Identity, ResponseHead } from '../upstream/headers';
+import type { ErrorCode } from '../upstream/errors';
+import { FramingCheck } from './framing';
+
+/**
+ * How long a connection closed with its request body unread stays half-open after the response
+ * (our FIN sent, the socket not yet destroyed). Closing a socket with unread bytes queued sends a
+ * RST, and a client still uploading then often loses the response it had not read yet (EPIPE,
+ * ECONNRESET instead of the Status). Go's net/http waits the same 500 ms (rstAvoidanceDelay).
+ */
+const RST_AVOIDANCE_DELAY_MS = 500;
+
+/**
+ * node:http ends a `connection: close` response with socket.destroySoon() (_http_server.js
+ * resOnFinish): destroy as soon as our FIN is flushed. For this one socket it lingers instead.
+ */
+function lingerBeforeClose(socket: Socket): void {
+  socket.destroySoon = function lingeringDestroySoon(this: Socket) {
+    if (this.writable) this.end();
+    const t = setTimeout(() => this.destroy(), RST_AVOIDANCE_DELAY_MS);
+    t.unref();
+    this.once('close', () => clearTimeout(t));
+  };
+}
 
 export class NodeResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
-  constructor(private readonly res: ServerResponse) {
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly req: IncomingMessage,
+  ) {
     res.on('drain', () => this.onDrain?.());
   }
 
@@ -18,7 +45,16 @@ export class NodeResponse implements ClientResponse {
   }
 
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
-    const headers = head.contentLength >= 0 ? [...head.headers, 'content-length', String(head.contentLength)] : head.headers;
+    let headers = head.contentLength >= 0 ? [...head.headers, 'content-length', String(head.contentLength)] : head.headers;
+    if (!this.req.complete) {
+      // Answered before the request body was read whole (an early 401/413, an upstream that died
+      // mid-upload, a framing error): the rest cannot be skipped safely, so the connection closes
+      // after this response, as Go's net/http does. Without this the body stays paused (undici
+      // destroyed the IncomingMessage but, on purpose, not its socket) and the connection stays
+      // ESTABLISHED for ever with the upload queued: one fd per abandoned upload.
+      headers = [...headers, 'connection', 'close'];
+      lingerBeforeClose(this.req.socket);
+    }
     this.res.writeHead(status, headers);
     if (flushNow) this.res.flushHeaders();
   }
@@ -48,6 +84,7 @@ export class NodeExchange implements Exchange {
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   readonly identity?: Identity;
+  readonly framingError: ErrorCode | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, identity?: Identity) {
     this.identity = identity;
@@ -60,18 +97,24 @@ export class NodeExchange implements Exchange {
     const headers = new Array<string>(raw.length);
     let peerProxied: string | undefined;
     let hasBody = false;
+    const framing = new FramingCheck();
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
       headers[i] = name;
       headers[i + 1] = raw[i + 1];
-      if (name === 'x-kubernetes-peer-proxied' && peerProxied === undefined) peerProxied = raw[i + 1];
-      else if ((name === 'content-length' && raw[i + 1] !== '0') || name === 'transfer-encoding') hasBody = true;
+      if (name === 'x-kubernetes-peer-proxied') {
+        if (peerProxied === undefined) peerProxied = raw[i + 1];
+      } else if (name === 'content-length' || name === 'transfer-encoding') {
+        framing.see(name, raw[i + 1]);
+        if (name === 'transfer-encoding' || raw[i + 1] !== '0') hasBody = true;
+      }
     }
+    this.framingError = framing.verdict();
     this.headers = headers;
     this.peerProxied = peerProxied;
     this.remoteAddress = req.socket.remoteAddress ?? '';
     this.body = hasBody ? req : null;
-    this.res = new NodeResponse(res);
+    this.res = new NodeResponse(res, req);
     res.on('close', () => {
       if (res.writableFinished) return;
       this.clientClosed = true;

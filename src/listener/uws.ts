@@ -13,6 +13,8 @@ import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
 import type { ClientResponse, Exchange } from './exchange';
 import type { ResponseHead } from '../upstream/headers';
+import type { ErrorCode } from '../upstream/errors';
+import { FramingCheck } from './framing';
 
 type UWS = typeof import('uwebsockets');
 
@@ -97,6 +99,10 @@ export class UwsResponse implements ClientResponse {
     let ok = true;
     const total = this.head!.contentLength;
     this.res.cork(() => {
+      if (total >= 0 && this.requestBodyPending && (this.headWritten ? this.res.getWriteOffset() : 0) + chunk.length >= total) {
+        this.endUnread(chunk);
+        return;
+      }
       this.writeHeadNow();
       if (total >= 0) {
         const before = this.res.getWriteOffset();
@@ -130,6 +136,10 @@ export class UwsResponse implements ClientResponse {
 
   end(): void {
     if (this.aborted || this.done) return;
+    if (this.requestBodyPending) {
+      this.res.cork(() => this.endUnread(undefined));
+      return;
+    }
     this.done = true;
     const head = this.head!;
     const close = hasConnectionClose(head.headers);
@@ -144,6 +154,32 @@ export class UwsResponse implements ClientResponse {
       }
     });
   }
+
+  /**
+   * The response ends while the request body is still arriving (an early 401/413 from the
+   * apiserver, an upstream that died mid-upload, a framing error): the rest of the body cannot be
+   * skipped safely, so the connection closes after the response, as Go's net/http does. The socket
+   * is resumed first: a paused uWS socket never reads again, not even the client's FIN, and used to
+   * stay ESTABLISHED for ever with the unread upload queued (one fd per abandoned upload).
+   */
+  private endUnread(last: Buffer | undefined): void {
+    this.requestBodyPaused?.();
+    this.done = true;
+    if (this.headWritten) {
+      // Part of a known-length body already went out by tryEnd: finish it the same way; the resumed
+      // socket then reads (and drops) the rest of the upload until the client closes or idles out.
+      if (last) this.res.tryEnd(last, this.head!.contentLength);
+      else this.res.end(undefined, true);
+      return;
+    }
+    this.writeHeadNow();
+    this.res.end(last, true);
+  }
+
+  /** True while the request body has not been read to its end (set by the exchange). */
+  requestBodyPending = false;
+  /** Resumes the request socket if the body stream paused it (set by the exchange). */
+  requestBodyPaused: (() => void) | null = null;
 
   destroy(): void {
     if (this.aborted) return;
@@ -169,6 +205,7 @@ class UwsExchange implements Exchange {
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   upgrade = false;
+  readonly framingError: ErrorCode | undefined;
 
   constructor(res: HttpResponse, req: HttpRequest) {
     this.method = req.getCaseSensitiveMethod();
@@ -176,13 +213,17 @@ class UwsExchange implements Exchange {
     this.query = req.getQuery() ?? '';
     const headers = this.headers;
     let hasBody = false;
+    const framing = new FramingCheck();
     req.forEach((k, v) => {
       headers.push(k, v);
       if (k === 'x-kubernetes-peer-proxied') {
         if (this.peerProxied === undefined) this.peerProxied = v;
-      } else if ((k === 'content-length' && v !== '0') || k === 'transfer-encoding') hasBody = true;
-      else if (k === 'upgrade') this.upgrade = true;
+      } else if (k === 'content-length' || k === 'transfer-encoding') {
+        framing.see(k, v);
+        if (k === 'transfer-encoding' || v !== '0') hasBody = true;
+      } else if (k === 'upgrade') this.upgrade = true;
     });
+    this.framingError = framing.verdict();
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     this.res = new UwsResponse(res);
     res.onAborted(() => {
@@ -193,7 +234,13 @@ class UwsExchange implements Exchange {
       this.onClientClose = null;
       if (cb) cb();
     });
-    if (hasBody) this.body = bodyStream(res, this.res);
+    if (this.framingError !== undefined) {
+      // No body stream: the bytes after the head cannot be framed, and the answer closes the connection.
+      this.res.requestBodyPending = true;
+    } else if (hasBody) {
+      this.res.requestBodyPending = true;
+      this.body = bodyStream(res, this.res);
+    }
   }
 }
 
@@ -209,6 +256,13 @@ function bodyStream(res: HttpResponse, out: UwsResponse): Readable {
       }
     },
   });
+  // Called by the response just before it ends with the body unread (still usable then).
+  out.requestBodyPaused = () => {
+    if (paused && out.usable) {
+      paused = false;
+      res.resume();
+    }
+  };
   res.onData((ab, isLast) => {
     // The response may have ended before the upload did (an early 401): uWS then throws on any use
     // of `res`, and a throw here kills the process. Drop the rest of the body.
@@ -224,7 +278,10 @@ function bodyStream(res: HttpResponse, out: UwsResponse): Readable {
         res.pause();
       }
     }
-    if (isLast) r.push(null);
+    if (isLast) {
+      out.requestBodyPending = false;
+      r.push(null);
+    }
   });
   return r;
 }
@@ -265,7 +322,16 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
   const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
   app.any('/*', (res, req) => {
     const ex = new UwsExchange(res, req);
-    if (ex.upgrade) o.onUpgradeRefused(ex);
+    if (ex.framingError !== undefined) {
+      // Answered on the next turn, not now: this uWS build goes on parsing the bytes after the head
+      // (with two Content-Length fields, as the next request: a smuggled one) even after an
+      // end(…, closeConnection). With the answer pending, it aborts the connection instead when
+      // more bytes follow (measured), so nothing hidden is ever handed to us; otherwise the 400/501
+      // goes out and the connection closes.
+      setImmediate(() => {
+        if (!ex.clientClosed) o.onRequest(ex);
+      });
+    } else if (ex.upgrade) o.onUpgradeRefused(ex);
     else o.onRequest(ex);
   });
   return new Promise((resolve, reject) => {

@@ -5,7 +5,6 @@
 //   peer listener   → handlePeer():   always the local apiserver (one hop, never proxied again)
 
 import { performance } from 'node:perf_hooks';
-import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../listener/exchange';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
@@ -78,6 +77,7 @@ export class ProxyHandler {
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
     if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    if (ex.framingError !== undefined) return writeStatus(ex, ex.framingError);
     // Only origin-form targets: an absolute-form (http://host/path) or asterisk-form (*) target would
     // be routed on one path while the apiserver reads another.
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
@@ -150,6 +150,7 @@ export class ProxyHandler {
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
     if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    if (ex.framingError !== undefined) return writeStatus(ex, ex.framingError);
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
@@ -272,31 +273,12 @@ export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): vo
   const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
   const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
   if (retryAfter) headers.push('retry-after', String(retryAfter));
-  // An error answered before the request body was read whole (the upstream died mid-upload): the
-  // rest is discarded, so the client can finish sending and then read this answer (closing at once
-  // would make it fail with EPIPE before it reads anything).
-  const unreadBody = ex.body !== null && !ex.body.readableEnded;
+  // Answered before the request body was read whole (the upstream died mid-upload): the front end
+  // closes the connection after this response (ClientResponse contract).
   ex.res.writeHead(spec.status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
   ex.res.write(body);
   ex.res.end();
-  if (unreadBody) abandonBody(ex.body!);
 }
-
-/**
- * The rest of a request body nobody will read: discarded as it arrives (so the connection can
- * close after the answer), and the connection cut if the client has not finished within
- * ABANDONED_BODY_GRACE_MS (a paused, never-dumped body would hold it open for ever).
- */
-function abandonBody(body: Readable): void {
-  body.on('error', () => undefined);
-  body.resume();
-  const t = setTimeout(() => body.destroy(), ABANDONED_BODY_GRACE_MS);
-  t.unref();
-  body.once('close', () => clearTimeout(t));
-  body.once('end', () => clearTimeout(t));
-}
-
-const ABANDONED_BODY_GRACE_MS = 5_000;
 
 interface GVR {
   group: string;

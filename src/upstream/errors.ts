@@ -27,6 +27,13 @@ export const ERRORS = {
   MVP_ERR_PEER_UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'the peer listener requires a client certificate from the request-header CA with an allowed common name' },
   /** The request target could not be read (invalid percent-encoding, absolute or asterisk form). */
   MVP_ERR_BAD_REQUEST_TARGET: { status: 400, reason: 'BadRequest', message: 'the request target is not a valid path' },
+  /** Two Content-Length fields, or Content-Length with Transfer-Encoding: the body could be read two ways (listener/framing.ts). */
+  MVP_ERR_BAD_FRAMING: { status: 400, reason: 'BadRequest', message: 'the request body framing is ambiguous (more than one Content-Length, or Content-Length with Transfer-Encoding)' },
+  /**
+   * A Transfer-Encoding other than exactly `chunked`. 501 as Go's net/http answers; metav1 has no
+   * NotImplemented reason, and the fault is the request's, so BadRequest.
+   */
+  MVP_ERR_UNSUPPORTED_TRANSFER_ENCODING: { status: 501, reason: 'BadRequest', message: 'unsupported transfer encoding: only chunked is accepted' },
   /** The daemon is shutting down and no longer accepts new requests. */
   MVP_ERR_SHUTTING_DOWN: { status: 429, reason: 'TooManyRequests', retryAfter: 1, message: 'the proxy is shutting down, please try again' },
 } as const satisfies Record<string, ErrorSpec>;

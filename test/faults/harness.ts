@@ -20,10 +20,7 @@ import type { Frontend } from '../../src/config/types';
 import { startTestDaemon } from '../support/daemon';
 import { readFixture } from '../support/fixtures';
 
-/** A bug reported with its file and fix; the tests that hit it assert the correct behaviour and are marked todo. */
-export const LEAK_TODO =
-  'MVP bug: socket leak (both front ends). When the response ends before the request body was read (an early 401/413, an upstream failure mid-upload), the body is left paused: node:http never dumps a body undici had started to read and runs with requestTimeout: 0; uWS stays paused (bodyStream read() no longer resumes an unusable response). The connection stays ESTABLISHED with the unread body queued, even after the client closed: one fd per abandoned upload, for ever';
-
+/** Aggregated discovery media type, as kubectl asks for it. */
 export const AGG = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 /** Served by the fake peer (v1.37 API set) and not by the fake local apiserver (v1.33 set). */
 export const PEER_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';

@@ -9,7 +9,6 @@ import { readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startLenientUpstream, sendRaw, type LenientUpstream } from '../support/lenient-upstream';
 import { startChildDaemon, type ChildDaemon } from '../support/child-daemon';
-import { LEAK_TODO } from '../faults/harness';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const REQUEST_TIMEOUT_MS = 2000;
@@ -160,7 +159,6 @@ for (const frontend of ['uws', 'node'] as const) {
 
     test(
       'unauthenticated uploads into an early 401, abandoned by the client: no connection is left behind (fd exhaustion)',
-      { todo: LEAK_TODO },
       async () => {
         const c = await daemon();
         assert.equal((await honest(c, 'warm-up-leak')).status, 200);

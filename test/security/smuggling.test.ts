@@ -53,13 +53,11 @@ const SHAPES: Shape[] = [
     name: 'two different Content-Length values (0 and 37), a request hidden in the longer body',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 37\r\n\r\n${SMUGGLED}`,
     expect: { uws: { refused: [400] }, node: { refused: [400] } },
-    todo: { uws: 'MVP bug: uWS takes the first of two Content-Length fields; the adapter answers 503 (undici rejects the duplicate) and the bytes after are read as a new request; must refuse with 400 and close' },
   },
   {
     name: 'two identical Content-Length fields',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc`,
     expect: { uws: { refusedOrForwarded: [400] }, node: { refusedOrForwarded: [400] } },
-    todo: { uws: 'MVP bug: duplicate Content-Length passes the uWS adapter and undici rejects it: 503 MVP_ERR_LOCAL_UNAVAILABLE (and an upstream error counted) instead of 400' },
   },
   {
     name: 'Content-Length as a list ("3, 3")',
@@ -115,16 +113,11 @@ const SHAPES: Shape[] = [
     name: 'Transfer-Encoding that is not exactly chunked ("xchunked")',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n`,
     expect: { uws: { refused: [400, 501] }, node: { refused: [400, 501] } },
-    todo: { uws: 'MVP bug: uWS treats any Transfer-Encoding as chunked and the adapter forwards the body with the coding dropped; answer 501 like Go net/http (RFC 9112 §6.1)' },
   },
   {
     name: 'Transfer-Encoding with a coding before chunked ("gzip, chunked")',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
     expect: { uws: { refused: [400, 501] }, node: { refused: [400, 501] } },
-    todo: {
-      uws: 'MVP bug: a transfer coding other than chunked is dropped (hop-by-hop) and the still-coded body forwarded as identity; answer 501 like Go net/http',
-      node: 'MVP bug: a transfer coding other than chunked is dropped (hop-by-hop) and the still-coded body forwarded as identity; answer 501 like Go net/http',
-    },
   },
   {
     name: 'chunked body with bare-LF chunk lines',

@@ -1,0 +1,47 @@
+// Request body framing both front ends must agree on with the apiserver behind them (RFC 9112 §6,
+// request smuggling). llhttp (node front end) already refuses most ambiguous shapes; the uWS build
+// that loads here does not (stack.md §3): it takes the first of two Content-Length fields and reads
+// any Transfer-Encoding as chunked. The headers are forwarded re-framed by undici, so a body read
+// one way here and another way upstream is the risk; these rules refuse it before anything is sent,
+// as Go's net/http does in front of kube-apiserver (net/http transfer.go fixLength/parseTransferEncoding).
+
+import type { ErrorCode } from '../upstream/errors';
+
+/** Counts the framing fields of one request while a front end walks its headers. */
+export class FramingCheck {
+  private contentLengths = 0;
+  private transferEncodings = 0;
+  private teValue = '';
+
+  /** `name` lowercased. */
+  see(name: string, value: string): void {
+    if (name === 'content-length') this.contentLengths++;
+    else if (name === 'transfer-encoding') {
+      this.transferEncodings++;
+      this.teValue = value;
+    }
+  }
+
+  /**
+   * The error to answer with, or undefined when the body's framing is unambiguous:
+   * - more than one Content-Length (even equal ones: the uWS build reads only the first, undici
+   *   refuses to forward the pair) → 400;
+   * - Content-Length together with Transfer-Encoding → 400 (RFC 9112 §6.3 allows ignoring CL, but
+   *   a proxy that forwards both invites a differential; Go refuses it too);
+   * - a Transfer-Encoding that is not exactly one `chunked` (`gzip, chunked`, `xchunked`, two
+   *   fields) → 501, like Go ("Unsupported transfer encoding"): its codings are hop-by-hop and would
+   *   be dropped while the still-coded body went upstream as if it were plain.
+   */
+  verdict(): ErrorCode | undefined {
+    if (this.contentLengths > 1) return 'MVP_ERR_BAD_FRAMING';
+    if (this.transferEncodings === 0) return undefined;
+    if (this.contentLengths > 0) return 'MVP_ERR_BAD_FRAMING';
+    if (this.transferEncodings > 1 || !isChunked(this.teValue)) return 'MVP_ERR_UNSUPPORTED_TRANSFER_ENCODING';
+    return undefined;
+  }
+}
+
+/** Exactly the token `chunked`, case-insensitive, optional surrounding whitespace (Go: textproto trims). */
+function isChunked(v: string): boolean {
+  return v.trim().toLowerCase() === 'chunked';
+}
