@@ -11,6 +11,10 @@
 // left, until a probe succeeds again; the request path itself stays a pure read of the route table.
 // Its discovery view follows the grace rule (sync.ts), independently.
 //
+// A peer that failed is probed again every DOWN_REPROBE_MS (1 s, or the interval if shorter) until it
+// answers, not only at the next interval: a restarted peer is routed to again within about a second
+// of answering, instead of up to --peer-probe-interval (5 s) later.
+//
 // A peer not probed yet counts as reachable (its discovery fetch is what brings it into routing).
 // The gauge mvproxy_peer_up follows each probe; /readyz has an informational check per peer.
 
@@ -40,7 +44,12 @@ interface State {
   /** Why the last probe failed. */
   why?: string;
   probing: boolean;
+  /** The quick re-probe of a down peer, when one is scheduled. */
+  retry?: NodeJS.Timeout;
 }
+
+/** How soon a peer that failed its probe is probed again (capped by the interval). */
+const DOWN_REPROBE_MS = 1_000;
 
 export class PeerHealth {
   private readonly state = new Map<string, State>();
@@ -65,6 +74,7 @@ export class PeerHealth {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    for (const st of this.state.values()) if (st.retry) clearTimeout(st.retry);
   }
 
   /** false only after a failed probe (until one succeeds). */
@@ -87,13 +97,18 @@ export class PeerHealth {
   async probeAll(): Promise<void> {
     const peers = this.o.peers();
     const live = new Set(peers.map((p) => p.id));
-    for (const id of [...this.state.keys()]) if (!live.has(id)) this.state.delete(id);
+    for (const [id, st] of [...this.state]) {
+      if (live.has(id)) continue;
+      if (st.retry) clearTimeout(st.retry);
+      this.state.delete(id);
+    }
     await Promise.all(peers.map((p) => this.probe(p)));
   }
 
   private async probe(p: PeerEndpoint): Promise<void> {
     let s = this.state.get(p.id);
     if (!s || s.address !== p.address) {
+      if (s?.retry) clearTimeout(s.retry);
       s = { up: undefined, address: p.address, probing: false };
       this.state.set(p.id, s);
     }
@@ -123,6 +138,14 @@ export class PeerHealth {
     s.up = up;
     s.why = why;
     this.o.metrics.peersUp.set({ peer: p.id }, up ? 1 : 0);
+    if (!up && !s.retry) {
+      const st = s;
+      st.retry = setTimeout(() => {
+        st.retry = undefined;
+        if (this.state.get(p.id) === st) void this.probe(p);
+      }, Math.min(DOWN_REPROBE_MS, this.o.intervalMs));
+      st.retry.unref();
+    }
     if (was === up) return;
     if (up) {
       if (was === false) this.o.log.info(0, 'peer answers its health probe again; routing to it', { peer: p.id, address: p.address });

@@ -180,8 +180,8 @@ for (const frontend of ['uws', 'node'] as const) {
       } finally {
         await plane.startProxy(NEW);
       }
-      // The peer was marked down by its health probe: it is routed to again once a probe answers
-      // (--peer-probe-interval, 5 s by default).
+      // If its health probe marked the peer down meanwhile, it is routed to again once a probe
+      // answers: a down peer is re-probed every second (peers/health.ts).
       const until = Date.now() + 10_000;
       let back = await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH });
       while (back.status !== 200 && Date.now() < until) {

@@ -1,0 +1,59 @@
+// Peer health probes (src/peers/health.ts): a peer that fails its probe is skipped, and one that
+// answers again is routed to within about a second (DOWN_REPROBE_MS), not at the next interval.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PeerHealth } from '../../src/peers/health';
+import type { PeerPools } from '../../src/upstream/pools';
+import type { Metrics } from '../../src/observability/metrics';
+import type { Logger } from '../../src/observability/log';
+
+function fakePeer() {
+  const state = { up: false, probes: 0 };
+  const pools = {
+    get: () => ({
+      request: async () => {
+        state.probes++;
+        if (!state.up) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        return { statusCode: 200, body: { dump: async () => undefined } };
+      },
+    }),
+  } as unknown as PeerPools;
+  return { state, pools };
+}
+
+const metrics = { peersUp: { set: () => undefined } } as unknown as Metrics;
+const log = { info: () => undefined, error: () => undefined } as unknown as Logger;
+
+test('a peer that failed its probe is probed again within a second, and routed to once it answers (interval 60 s)', async () => {
+  const { state, pools } = fakePeer();
+  let changes = 0;
+  const h = new PeerHealth({ peers: () => [{ id: 'p', address: '127.0.0.1:1' }], pools, intervalMs: 60_000, metrics, log, onChange: () => changes++ });
+  h.start();
+  try {
+    for (let i = 0; i < 50 && h.up('p') === undefined; i++) await sleep(20);
+    assert.equal(h.reachable('p'), false, 'down after a failed probe');
+    assert.match(h.problem('p') ?? '', /ECONNREFUSED/);
+    state.up = true;
+    const until = Date.now() + 3000; // bound: the 60 s interval would never get there
+    while (!h.reachable('p') && Date.now() < until) await sleep(50);
+    assert.equal(h.reachable('p'), true, `reachable again after ${state.probes} probes`);
+    assert.ok(changes >= 2, 'the route table was republished on each change');
+    const n = state.probes;
+    await sleep(1500);
+    assert.equal(state.probes, n, 'an up peer is not re-probed before the interval');
+  } finally {
+    h.stop();
+  }
+});
+
+test('stop() cancels a pending re-probe of a down peer', async () => {
+  const { state, pools } = fakePeer();
+  const h = new PeerHealth({ peers: () => [{ id: 'p', address: '127.0.0.1:1' }], pools, intervalMs: 60_000, metrics, log, onChange: () => undefined });
+  h.start();
+  for (let i = 0; i < 50 && h.up('p') === undefined; i++) await sleep(20);
+  h.stop();
+  const n = state.probes;
+  await sleep(1300);
+  assert.equal(state.probes, n);
+});
