@@ -60,6 +60,8 @@ interface ServerView {
   up: boolean;
   address: string;
   incarnation?: string;
+  /** When it left the membership (its view kept, unaddressed, for the grace period). */
+  leftAt?: number;
 }
 
 export class DiscoverySync {
@@ -169,11 +171,20 @@ export class DiscoverySync {
     ]);
     if (local) this.local = local;
     const live = new Set(peers.map((p) => p.id));
-    for (const id of this.peerViews.keys()) {
-      if (!live.has(id)) {
-        this.peerViews.delete(id);
+    const now = this.now();
+    for (const [id, v] of this.peerViews) {
+      if (live.has(id)) continue;
+      if (v.leftAt === undefined) {
+        // Left the membership (Lease deleted or expired, or gone from the peers file): its view
+        // stays for the grace period without an address, so what only it served gets a 503 Status
+        // instead of the local apiserver's 404, which controllers read as "deleted" (the whole
+        // point of the proxy). A restart within the grace period is the common case: its new
+        // incarnation is fetched afresh and routed to at once.
+        this.peerViews.set(id, { ...v, up: false, address: '', leftAt: now });
         this.o.metrics.peersUp.remove({ peer: id });
-      }
+        // Out of routing when the grace period ends, not at the next refresh (30 s later).
+        setTimeout(() => this.republish(), this.o.peerGraceMs + 10).unref();
+      } else if (now - v.leftAt > this.o.peerGraceMs) this.peerViews.delete(id);
     }
     this.o.peerPools.retain(peers.map((p) => p.address));
     this.publish();
@@ -213,8 +224,8 @@ export class DiscoverySync {
     const peerApis: [string, FetchedDocument][] = [];
     for (const [id, v] of this.peerViews) {
       if (!v.apis && !v.api) continue;
-      if (!v.up && now - v.lastGood > this.o.peerGraceMs) continue; // past the grace period: out of routing and of the merged document
-      const reachable = this.o.peerReachable?.(id) ?? true;
+      if (!v.up && now - (v.leftAt ?? v.lastGood) > this.o.peerGraceMs) continue; // past the grace period: out of routing and of the merged document
+      const reachable = v.leftAt === undefined && (this.o.peerReachable?.(id) ?? true);
       peers.set(id, { address: reachable ? v.address : '', groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
       if (v.apis) peerApis.push([id, v.apis]);
     }

@@ -98,7 +98,7 @@ describe('--peers-file', () => {
     const file = join(tmp, 'peers.yaml');
     write(file, '- {id: mvproxy-a, address: "127.0.0.1:1"}\n'); // only itself
     const log = capturingLogger();
-    const a = await startTestDaemon({ ...(await config('a', simA)), peersFile: file }, { log });
+    const a = await startTestDaemon({ ...(await config('a', simA)), peersFile: file, peerDiscoveryGraceMs: 1500 }, { log });
     const base = `http://127.0.0.1:${a.clientPort}`;
     try {
       await a.sync.refresh();
@@ -116,8 +116,12 @@ describe('--peers-file', () => {
       assert.deepEqual(a.peering!.peers().map((p) => p.id), ['mvproxy-b']);
       assert.equal((await call(base, NEW_ONLY)).status, 200);
 
+      // B gone from the file: what only B served gets a 503 Status for the grace period (its view is
+      // kept without an address: a restart must not look like "deleted"), then the local 404.
       write(file, 'peers: []\n');
-      await eventually('B dropped', async () => (await call(base, NEW_ONLY)).status === 404);
+      await eventually('B unaddressed: 503', async () => (await call(base, NEW_ONLY)).status === 503);
+      assert.equal((await call(base, NEW_ONLY)).json().reason, 'ServiceUnavailable');
+      await eventually('B dropped after the grace period: 404', async () => (await call(base, NEW_ONLY)).status === 404);
     } finally {
       await a.close();
     }
