@@ -149,7 +149,7 @@ export class ProxyHandler {
 
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
-    if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    if (this.draining) return writeStatus(ex, 'MVP_ERR_PEER_SHUTTING_DOWN');
     if (ex.framingError !== undefined) return writeStatus(ex, ex.framingError);
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const info = newRequestInfo(ex.method, ex.path, ex.query);

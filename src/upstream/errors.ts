@@ -34,6 +34,13 @@ export const ERRORS = {
    * NotImplemented reason, and the fault is the request's, so BadRequest.
    */
   MVP_ERR_UNSUPPORTED_TRANSFER_ENCODING: { status: 501, reason: 'BadRequest', message: 'unsupported transfer encoding: only chunked is accepted' },
+  /**
+   * A request from a peer while this daemon drains: 503 with Retry-After, as kube-apiserver's
+   * WithWaitGroup filter answers while it drains ("apiserver is shutting down"), so the source's
+   * client sees the peer-served GVR unavailable for a moment, as when the peer is down (a 429 would
+   * read as throttling).
+   */
+  MVP_ERR_PEER_SHUTTING_DOWN: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the peer apiserver is shutting down' },
   /** The daemon is shutting down and no longer accepts new requests. */
   MVP_ERR_SHUTTING_DOWN: { status: 429, reason: 'TooManyRequests', retryAfter: 1, message: 'the proxy is shutting down, please try again' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -8,8 +8,8 @@
 //     near its baseline.
 // The peer is a fake peer listener (node:https, cluster-CA serving certificate) that a test kills
 // (connections reset, port closed), swaps for a black hole, or slows to one byte a second.
-// Uploads are in upload-faults.test.ts (separate processes: a uWS bug crashes the daemon there).
-// Lease churn (10 restarts in a minute) belongs to the lease work (src/peers/): not covered here.
+// Uploads are in upload-faults.test.ts (separate processes: fds and RSS read from /proc), lease
+// churn (10 restarts in a minute, lease mode) in lease-churn.test.ts.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
