@@ -36,6 +36,8 @@ export class NodeResponse implements ClientResponse {
   constructor(
     private readonly res: ServerResponse,
     private readonly req: IncomingMessage,
+    /** Whether the request has a body at all (a GET without one is not `complete` yet in the handler). */
+    private readonly hasBody: boolean,
   ) {
     res.on('drain', () => this.onDrain?.());
   }
@@ -46,7 +48,7 @@ export class NodeResponse implements ClientResponse {
 
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
     let headers = head.contentLength >= 0 ? [...head.headers, 'content-length', String(head.contentLength)] : head.headers;
-    if (!this.req.complete) {
+    if (this.hasBody && !this.req.complete) {
       // Answered before the request body was read whole (an early 401/413, an upstream that died
       // mid-upload, a framing error): the rest cannot be skipped safely, so the connection closes
       // after this response, as Go's net/http does. Without this the body stays paused (undici
@@ -114,7 +116,7 @@ export class NodeExchange implements Exchange {
     this.peerProxied = peerProxied;
     this.remoteAddress = req.socket.remoteAddress ?? '';
     this.body = hasBody ? req : null;
-    this.res = new NodeResponse(res, req);
+    this.res = new NodeResponse(res, req, hasBody);
     res.on('close', () => {
       if (res.writableFinished) return;
       this.clientClosed = true;

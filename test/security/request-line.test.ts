@@ -5,7 +5,7 @@
 // For each: the documented answer (or a closed connection) within the bound, nothing forwarded the
 // upstream could read differently than the daemon routed it, and the daemon still serving.
 // Where the uWS build misbehaves (stack.md §3) the test pins what it actually does and
-// docs/limitations.md says so.
+// README "Limitations" says so.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type net from 'node:net';
@@ -246,7 +246,7 @@ for (const frontend of ['uws', 'node'] as const) {
       if (isUws) {
         // Measured: this uWS build takes only [A-Za-z0-9-] in field names; any other token
         // character (RFC 9110 §5.6.2) gets no reply until its idle timeout. Not an attack, a
-        // limitation: kubectl --as with dotted extra keys needs --frontend=node (docs/limitations.md).
+        // limitation: kubectl --as with dotted extra keys needs --frontend=node (README "Limitations").
         assert.equal(r.out, '');
         assert.deepEqual(app, []);
         if (r.socket) lingering.push({ name: 'token characters in field names', socket: r.socket, since: Date.now() - r.ms });

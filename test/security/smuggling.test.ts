@@ -128,7 +128,7 @@ const SHAPES: Shape[] = [
   {
     name: 'chunk extensions (legitimate, but a classic parser-differential)',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;ext="a"\r\nabc\r\n0\r\n\r\n`,
-    // This uWS build refuses chunk extensions (RFC 9112 §7.1.1 allows them): recorded, docs/limitations.md.
+    // This uWS build refuses chunk extensions (RFC 9112 §7.1.1 allows them): recorded, README "Limitations".
     expect: { uws: { refused: [400] }, node: 'forwarded' },
   },
   {
