@@ -42,6 +42,8 @@ export interface PlaneOptions {
    * there, as in a real cluster (short durations belong in `configure`).
    */
   peerDiscovery?: PeerDiscoveryMode;
+  /** Events the shared store keeps for watch resumption (ObjectStore default 10,000). */
+  storeHistoryLimit?: number;
 }
 
 export interface Plane {
@@ -64,7 +66,7 @@ export interface Plane {
 
 export async function startPlane(o: PlaneOptions): Promise<Plane> {
   const pki = await createClusterPKI(o.dir);
-  const store = new ObjectStore();
+  const store = new ObjectStore({ historyLimit: o.storeHistoryLimit });
   const members: Member[] = [];
   const configs = new Map<string, DaemonConfig>();
   const base = o.basePort ?? 0;

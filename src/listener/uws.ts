@@ -100,8 +100,14 @@ export class UwsResponse implements ClientResponse {
     const total = this.head!.contentLength;
     this.res.cork(() => {
       if (total >= 0 && this.requestBodyPending && (this.headWritten ? this.res.getWriteOffset() : 0) + chunk.length >= total) {
-        this.endUnread(chunk);
-        return;
+        if (!this.headWritten) {
+          this.endUnread(chunk);
+          return;
+        }
+        // Part of the body already went out by tryEnd: finish it the same way (its backpressure
+        // bookkeeping below); the resumed socket reads and drops the rest of the upload until the
+        // client closes or idles out.
+        this.requestBodyPaused?.();
       }
       this.writeHeadNow();
       if (total >= 0) {
@@ -165,14 +171,14 @@ export class UwsResponse implements ClientResponse {
   private endUnread(last: Buffer | undefined): void {
     this.requestBodyPaused?.();
     this.done = true;
-    if (this.headWritten) {
-      // Part of a known-length body already went out by tryEnd: finish it the same way; the resumed
-      // socket then reads (and drops) the rest of the upload until the client closes or idles out.
-      if (last) this.res.tryEnd(last, this.head!.contentLength);
-      else this.res.end(undefined, true);
-      return;
+    if (!this.headWritten) {
+      this.writeHeadNow();
+      // HEAD: the length of the body not sent.
+      if (!last && this.head!.contentLength > 0) {
+        this.res.endWithoutBody(this.head!.contentLength, true);
+        return;
+      }
     }
-    this.writeHeadNow();
     this.res.end(last, true);
   }
 
