@@ -44,6 +44,8 @@ export interface PlaneOptions {
   peerDiscovery?: PeerDiscoveryMode;
   /** Events the shared store keeps for watch resumption (ObjectStore default 10,000). */
   storeHistoryLimit?: number;
+  /** Requests each simulated apiserver records for tests (default 10,000; 0: none). */
+  simRecordLimit?: number;
 }
 
 export interface Plane {
@@ -74,7 +76,7 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
 
   const mode = o.peerDiscovery ?? 'static';
   const startMember = async (spec: MemberSpec, i: number): Promise<Member> => {
-    const sim = await startSimApiserver({ name: spec.name, kubernetesVersion: spec.kubernetesVersion, runtimeConfig: spec.runtimeConfig, store });
+    const sim = await startSimApiserver({ name: spec.name, kubernetesVersion: spec.kubernetesVersion, runtimeConfig: spec.runtimeConfig, store, recordLimit: o.simRecordLimit });
     const certs = await pki.node(spec.name);
     const config: DaemonConfig = {
       ...DEFAULTS,
@@ -137,7 +139,7 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
       const port = m.sim.port;
       await m.sim.close();
       Object.assign(m.spec, spec);
-      m.sim = await startSimApiserver({ name, kubernetesVersion: m.spec.kubernetesVersion, runtimeConfig: m.spec.runtimeConfig, store, port });
+      m.sim = await startSimApiserver({ name, kubernetesVersion: m.spec.kubernetesVersion, runtimeConfig: m.spec.runtimeConfig, store, port, recordLimit: o.simRecordLimit });
     },
     async stopProxy(name) {
       await byName(name).daemon.close();
