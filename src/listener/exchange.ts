@@ -7,8 +7,12 @@ import type { Identity, ResponseHead } from '../upstream/headers';
 import type { ErrorCode } from '../upstream/errors';
 
 /**
- * A response that ends before the request body was read to its end closes the connection after
- * it (both front ends): the unread rest cannot be skipped safely and must not hold the socket.
+ * A response closes its connection after it (both front ends) when:
+ * - it ends before the request body was read to its end and the body cannot be skipped safely
+ *   (a reader had started on it, or its framing is in doubt): the unread rest must not hold the
+ *   socket;
+ * - the listener is draining (ListenerState): as Go's Server.Shutdown disables keep-alives, so a
+ *   client's next request opens a new connection (to another server) instead of racing the exit.
  */
 export interface ClientResponse {
   /**
@@ -50,4 +54,10 @@ export interface Exchange {
   readonly framingError: ErrorCode | undefined;
   /** The user of a client certificate the front end verified (--client-ca-file), if any. */
   readonly identity?: Identity;
+}
+
+/** Shared by a listener and the responses it creates. */
+export interface ListenerState {
+  /** Set when the listener stops accepting (shutdown): every response from then on closes its connection. */
+  draining: boolean;
 }

@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import type { Exchange } from './exchange';
+import type { Exchange, ListenerState } from './exchange';
 import { NodeExchange } from './node-http';
 import type { Identity } from '../upstream/headers';
 import { MAX_HEADER_BYTES, type RunningListener } from './uws';
@@ -28,6 +28,7 @@ export interface NodeListenerOptions {
 const SERVER_OPTIONS: http.ServerOptions = { keepAliveTimeout: 30_000, maxHeaderSize: MAX_HEADER_BYTES, requestTimeout: 0, headersTimeout: 60_000 };
 
 export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener> {
+  const state: ListenerState = { draining: false };
   const clientCA = o.tls?.clientCA;
   // Per connection: the verified certificate's user, computed once (null: no verified certificate).
   const identities = new WeakMap<TLSSocket, Identity | null>();
@@ -38,13 +39,13 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
       identity = identities.get(sock);
       if (identity === undefined) identities.set(sock, (identity = certificateIdentity(sock)));
     }
-    o.onRequest(new NodeExchange(req, res, identity ?? undefined));
+    o.onRequest(new NodeExchange(req, res, state, identity ?? undefined));
   };
   const server = o.tls
     ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key, ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
     : http.createServer(SERVER_OPTIONS, handler);
   if (o.onUpgrade) server.on('upgrade', o.onUpgrade);
-  return start(server, o.host, o.port);
+  return start(server, o.host, o.port, state);
 }
 
 export interface PeerListenerOptions {
@@ -63,6 +64,7 @@ export interface PeerListenerOptions {
 
 export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
   const allowed = new Set(o.allowedNames);
+  const state: ListenerState = { draining: false };
   const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
   const server = https.createServer(
     { ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true },
@@ -73,14 +75,14 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
         why = peerVerdict(sock, allowed);
         verdicts.set(sock, why);
       }
-      const ex = new NodeExchange(req, res);
+      const ex = new NodeExchange(req, res, state);
       if (why === null) o.onRequest(ex);
       else o.onRejected(ex, why);
     },
   );
   // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3).
   server.on('upgrade', (_req, socket: Socket) => socket.destroy());
-  return start(server, o.host, o.port);
+  return start(server, o.host, o.port, state);
 }
 
 /**
@@ -110,7 +112,7 @@ export interface NodeRunningListener extends RunningListener {
   readonly server: http.Server;
 }
 
-function start(server: http.Server, host: string, port: number): Promise<NodeRunningListener> {
+function start(server: http.Server, host: string, port: number, state: ListenerState): Promise<NodeRunningListener> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -120,6 +122,7 @@ function start(server: http.Server, host: string, port: number): Promise<NodeRun
         server,
         port: typeof addr === 'object' && addr ? addr.port : port,
         stopAccepting: () => {
+          state.draining = true;
           if (server.listening) server.close();
         },
         close: () => {

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { ClientResponse, Exchange } from './exchange';
+import type { ClientResponse, Exchange, ListenerState } from './exchange';
 import type { Identity, ResponseHead } from '../upstream/headers';
 import type { ErrorCode } from '../upstream/errors';
 import { FramingCheck } from './framing';
@@ -33,11 +33,14 @@ function lingerBeforeClose(socket: Socket): void {
 
 export class NodeResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
+  /** Set by the exchange when the body framing is in doubt: the connection closes after the answer. */
+  closeAfter = false;
   constructor(
     private readonly res: ServerResponse,
     private readonly req: IncomingMessage,
     /** Whether the request has a body at all (a GET without one is not `complete` yet in the handler). */
     private readonly hasBody: boolean,
+    private readonly state: ListenerState,
   ) {
     res.on('drain', () => this.onDrain?.());
   }
@@ -48,14 +51,17 @@ export class NodeResponse implements ClientResponse {
 
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
     let headers = head.contentLength >= 0 ? [...head.headers, 'content-length', String(head.contentLength)] : head.headers;
-    if (this.hasBody && !this.req.complete) {
-      // Answered before the request body was read whole (an early 401/413, an upstream that died
-      // mid-upload, a framing error): the rest cannot be skipped safely, so the connection closes
-      // after this response, as Go's net/http does. Without this the body stays paused (undici
-      // destroyed the IncomingMessage but, on purpose, not its socket) and the connection stays
-      // ESTABLISHED for ever with the upload queued: one fd per abandoned upload.
+    const req = this.req;
+    // Answered before the request body was read whole (an early 401/413, an upstream that died
+    // mid-upload). A body nobody touched, node:http discards after the response and keeps the
+    // connection (what Go does for small bodies too). One a reader had started on cannot be
+    // skipped: undici destroyed the IncomingMessage but, on purpose, not its socket, so the body
+    // stayed paused and the connection ESTABLISHED for ever with the upload queued (one fd per
+    // abandoned upload). Such a connection closes after this response, as Go's net/http does.
+    const unreadStarted = this.hasBody && !req.complete && (req.readableFlowing !== null || req.destroyed);
+    if (unreadStarted || this.closeAfter || this.state.draining) {
       headers = [...headers, 'connection', 'close'];
-      lingerBeforeClose(this.req.socket);
+      if (this.hasBody && !req.complete) lingerBeforeClose(req.socket);
     }
     this.res.writeHead(status, headers);
     if (flushNow) this.res.flushHeaders();
@@ -88,7 +94,7 @@ export class NodeExchange implements Exchange {
   readonly identity?: Identity;
   readonly framingError: ErrorCode | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, identity?: Identity) {
+  constructor(req: IncomingMessage, res: ServerResponse, state: ListenerState, identity?: Identity) {
     this.identity = identity;
     this.method = req.method ?? 'GET';
     const url = req.url ?? '/';
@@ -116,7 +122,8 @@ export class NodeExchange implements Exchange {
     this.peerProxied = peerProxied;
     this.remoteAddress = req.socket.remoteAddress ?? '';
     this.body = hasBody ? req : null;
-    this.res = new NodeResponse(res, req, hasBody);
+    this.res = new NodeResponse(res, req, hasBody, state);
+    if (this.framingError !== undefined) this.res.closeAfter = true;
     res.on('close', () => {
       if (res.writableFinished) return;
       this.clientClosed = true;

@@ -11,7 +11,7 @@ import { STATUS_CODES } from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
-import type { ClientResponse, Exchange } from './exchange';
+import type { ClientResponse, Exchange, ListenerState } from './exchange';
 import type { ResponseHead } from '../upstream/headers';
 import type { ErrorCode } from '../upstream/errors';
 import { FramingCheck } from './framing';
@@ -57,8 +57,16 @@ export class UwsResponse implements ClientResponse {
   private pending: Buffer | null = null;
   private pendingOffset = 0;
 
-  constructor(private readonly res: HttpResponse) {
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly state: ListenerState,
+  ) {
     res.onWritable((offset) => this.writable(offset));
+  }
+
+  /** Whether the connection closes after this response (ClientResponse contract). */
+  private closing(): boolean {
+    return this.requestBodyPending || this.state.draining || hasConnectionClose(this.head!.headers);
   }
 
   get headersSent(): boolean {
@@ -91,7 +99,8 @@ export class UwsResponse implements ClientResponse {
     const res = this.res;
     res.writeStatus(statusLine(this.status));
     const h = this.head!.headers;
-    for (let i = 0; i < h.length; i += 2) res.writeHeader(h[i], h[i + 1]);
+    // uWS writes its own Connection: close when it closes (end(…, true)); a second one would repeat it.
+    for (let i = 0; i < h.length; i += 2) if (h[i] !== 'connection') res.writeHeader(h[i], h[i + 1]);
   }
 
   write(chunk: Buffer): boolean {
@@ -99,9 +108,9 @@ export class UwsResponse implements ClientResponse {
     let ok = true;
     const total = this.head!.contentLength;
     this.res.cork(() => {
-      if (total >= 0 && this.requestBodyPending && (this.headWritten ? this.res.getWriteOffset() : 0) + chunk.length >= total) {
+      if (total >= 0 && (this.headWritten ? this.res.getWriteOffset() : 0) + chunk.length >= total && this.closing()) {
         if (!this.headWritten) {
-          this.endUnread(chunk);
+          this.endClosing(chunk);
           return;
         }
         // Part of the body already went out by tryEnd: finish it the same way (its backpressure
@@ -142,42 +151,48 @@ export class UwsResponse implements ClientResponse {
 
   end(): void {
     if (this.aborted || this.done) return;
-    if (this.requestBodyPending) {
-      this.res.cork(() => this.endUnread(undefined));
+    if (this.closing()) {
+      this.res.cork(() => this.endClosing(undefined));
       return;
     }
     this.done = true;
     const head = this.head!;
-    const close = hasConnectionClose(head.headers);
     this.res.cork(() => {
       if (!this.headWritten) {
         this.writeHeadNow();
-        if (head.contentLength > 0) this.res.endWithoutBody(head.contentLength, close); // HEAD: length of the body not sent
-        else if (head.contentLength === 0 || this.status === 204 || this.status === 304) this.res.endWithoutBody(0, close);
-        else this.res.end(undefined, close);
+        if (head.contentLength > 0) this.res.endWithoutBody(head.contentLength); // HEAD: length of the body not sent
+        else if (head.contentLength === 0 || this.status === 204 || this.status === 304) this.res.endWithoutBody(0);
+        else this.res.end();
       } else {
-        this.res.end(undefined, close);
+        this.res.end();
       }
     });
   }
 
   /**
-   * The response ends while the request body is still arriving (an early 401/413 from the
-   * apiserver, an upstream that died mid-upload, a framing error): the rest of the body cannot be
-   * skipped safely, so the connection closes after the response, as Go's net/http does. The socket
-   * is resumed first: a paused uWS socket never reads again, not even the client's FIN, and used to
-   * stay ESTABLISHED for ever with the unread upload queued (one fd per abandoned upload).
+   * Ends the response and closes the connection after it. When the request body is still arriving
+   * (an early 401/413 from the apiserver, an upstream that died mid-upload, a framing error) its
+   * rest cannot be skipped safely, as Go's net/http decides too; the socket is resumed first: a
+   * paused uWS socket never reads again, not even the client's FIN, and used to stay ESTABLISHED
+   * for ever with the unread upload queued (one fd per abandoned upload). While draining, every
+   * response closes (ListenerState).
    */
-  private endUnread(last: Buffer | undefined): void {
+  private endClosing(last: Buffer | undefined): void {
     this.requestBodyPaused?.();
     this.done = true;
-    if (!this.headWritten) {
-      this.writeHeadNow();
-      // HEAD: the length of the body not sent.
-      if (!last && this.head!.contentLength > 0) {
-        this.res.endWithoutBody(this.head!.contentLength, true);
-        return;
-      }
+    if (this.headWritten) {
+      // Too late to close: this build's end(…, true) then writes "Connection: close" into the body
+      // (measured: a chunked watch ended that way is corrupt, "Expected LF after chunk data"). The
+      // resumed socket reads and drops any rest of the upload; the client's FIN still closes it.
+      this.res.end(last);
+      return;
+    }
+    this.writeHeadNow();
+    const n = this.head!.contentLength;
+    // HEAD, 204, 304: no body (a HEAD answer keeps the length of the body not sent).
+    if (!last && (n > 0 || n === 0 || this.status === 204 || this.status === 304)) {
+      this.res.endWithoutBody(Math.max(0, n), true);
+      return;
     }
     this.res.end(last, true);
   }
@@ -213,7 +228,7 @@ class UwsExchange implements Exchange {
   upgrade = false;
   readonly framingError: ErrorCode | undefined;
 
-  constructor(res: HttpResponse, req: HttpRequest) {
+  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState) {
     this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
@@ -231,7 +246,7 @@ class UwsExchange implements Exchange {
     });
     this.framingError = framing.verdict();
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
-    this.res = new UwsResponse(res);
+    this.res = new UwsResponse(res, state);
     res.onAborted(() => {
       this.res.aborted = true;
       this.clientClosed = true;
@@ -326,6 +341,7 @@ async function explicitPort(host: string, port: number): Promise<number> {
 type Callbacks = Pick<UwsListenerOptions, 'onRequest' | 'onUpgradeRefused'>;
 interface CallbackHolder {
   cb: Callbacks | null;
+  readonly state: ListenerState;
 }
 
 /**
@@ -342,7 +358,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       res.close();
       return;
     }
-    const ex = new UwsExchange(res, req);
+    const ex = new UwsExchange(res, req, holder.state);
     if (ex.framingError !== undefined) {
       // Answered on the next turn, not now: this uWS build goes on parsing the bytes after the head
       // (with two Content-Length fields, as the next request: a smuggled one) even after an
@@ -360,7 +376,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
 export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<RunningListener> {
   const port = await explicitPort(o.host, o.port);
   const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
-  const holder: CallbackHolder = { cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused } };
+  const holder: CallbackHolder = { cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused }, state: { draining: false } };
   routeAll(app, holder);
   return new Promise((resolve, reject) => {
     app.listen(o.host, port, (sock: us_listen_socket | false) => {
@@ -370,6 +386,7 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
       }
       let listening = true;
       const stopAccepting = () => {
+        holder.state.draining = true;
         if (listening) uws.us_listen_socket_close(sock);
         listening = false;
       };

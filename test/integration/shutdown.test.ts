@@ -49,7 +49,7 @@ for (const frontend of ['uws', 'node'] as const) {
                 await r.body.text();
                 return r.statusCode;
               })
-              .catch((e: { code?: string }) => (e.code === 'ECONNREFUSED' ? -1 : -2)),
+              .catch((e: { code?: string }) => { if (e.code !== 'ECONNREFUSED') t.diagnostic(`request error: ${e.code} ${String(e)}`); return e.code === 'ECONNREFUSED' ? -1 : -2; }),
           );
           await sleep(50);
         }
