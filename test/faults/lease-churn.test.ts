@@ -22,6 +22,7 @@ import { Agent, request } from 'undici';
 import { createClusterPKI, type ClusterPKI } from '../../src/pki/bundle';
 import { startSimApiserver, ObjectStore, type SimApiserver } from '../../src/sim';
 import { startChildDaemon, type ChildDaemon } from '../support/child-daemon';
+import { nodePKIFlags } from '../support/node-pki';
 import { PEER_ONLY, LOCAL, get, localTraffic } from './harness';
 
 const RESTARTS = 10;
@@ -73,7 +74,6 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
   let B: ChildDaemon | undefined;
 
   async function args(name: string, sim: SimApiserver): Promise<string[]> {
-    const n = await pki.node(name);
     return [
       '--secure-port=0',
       '--peer-port=0',
@@ -81,12 +81,7 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
       '--metrics-bind-address=127.0.0.1:0',
       `--server-id=mvproxy-${name}`,
       `--local-apiserver=${sim.url}`,
-      `--peer-ca-file=${pki.clusterCAFile}`,
-      `--requestheader-client-ca-file=${pki.frontProxyCAFile}`,
-      `--proxy-client-cert-file=${n.proxyClientCert}`,
-      `--proxy-client-key-file=${n.proxyClientKey}`,
-      `--peer-tls-cert-file=${n.servingCert}`,
-      `--peer-tls-private-key-file=${n.servingKey}`,
+      ...(await nodePKIFlags(pki, name)),
       '--peer-discovery=lease',
       '--identity-lease-duration-seconds=3',
       '--identity-lease-renew-interval-seconds=1',

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createClusterPKI } from '../../src/pki/bundle';
+import { nodePKIConfig } from '../support/node-pki';
 
 const AGG = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 import { startSimApiserver, type SimApiserver } from '../../src/sim';
@@ -74,18 +75,12 @@ for (const frontend of ['uws', 'node'] as const) {
     before(async () => {
       tmp = mkdtempSync(join(tmpdir(), 'mvproxy-keepalive-'));
       const pki = await createClusterPKI(join(tmp, 'pki'));
-      const c = await pki.node('a');
       sim = await startSimApiserver({ name: 'a', kubernetesVersion: 'v1.33' });
       // The proxy enabled (--peer-ca-file): /apis is answered from the merged snapshot, at once.
       d = await startTestDaemon({
         frontend,
         localAPIServer: sim.url,
-        peerCAFile: pki.clusterCAFile,
-        requestheaderClientCAFile: pki.frontProxyCAFile,
-        proxyClientCertFile: c.proxyClientCert,
-        proxyClientKeyFile: c.proxyClientKey,
-        peerTLSCertFile: c.servingCert,
-        peerTLSPrivateKeyFile: c.servingKey,
+        ...(await nodePKIConfig(pki, 'a')),
       });
       await d.sync.refresh();
       // The merged snapshot is built in a worker after the first sync: wait until mvproxy serves /apis.

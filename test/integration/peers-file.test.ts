@@ -16,6 +16,7 @@ import { startTestDaemon, capturingLogger } from '../support/daemon';
 import { call } from '../support/plane';
 import type { Daemon } from '../../src/daemon';
 import type { DaemonConfig } from '../../src/config/types';
+import { nodePKIConfig } from '../support/node-pki';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 
@@ -69,17 +70,11 @@ describe('--peers-file', () => {
     simA = await startSimApiserver({ name: 'a', kubernetesVersion: 'v1.33', store });
     simB = await startSimApiserver({ name: 'b', kubernetesVersion: 'v1.37', store });
     config = async (name, sim) => {
-      const c = await pki.node(name);
       return {
         serverID: `mvproxy-${name}`,
         frontend: 'node',
         localAPIServer: sim.url,
-        peerCAFile: pki.clusterCAFile,
-        requestheaderClientCAFile: pki.frontProxyCAFile,
-        proxyClientCertFile: c.proxyClientCert,
-        proxyClientKeyFile: c.proxyClientKey,
-        peerTLSCertFile: c.servingCert,
-        peerTLSPrivateKeyFile: c.servingKey,
+        ...(await nodePKIConfig(pki, name)),
         discoveryRefreshIntervalMs: 60_000,
         peerProbeIntervalMs: 250,
         connectTimeoutMs: 1000,

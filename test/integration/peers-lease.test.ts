@@ -20,6 +20,7 @@ import net from 'node:net';
 import { createClusterPKI } from '../../src/pki/bundle';
 import { startSimApiserver, ObjectStore } from '../../src/sim';
 import { startChildDaemon } from '../support/child-daemon';
+import { nodePKIFlags } from '../support/node-pki';
 
 const SHARED = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const C_ONLY = '/apis/lifecycle.k8s.io/v1alpha1/namespaces/default/evictionrequests';
@@ -187,7 +188,6 @@ describe('identity Lease and SIGTERM (the real CLI)', () => {
 
   async function cli(localAPIServer: string, extra: string[] = []) {
     const pki = await createClusterPKI(join(tmp, `pki-${Math.random().toString(36).slice(2)}`));
-    const n = await pki.node('cli');
     return startChildDaemon([
       '--frontend=node',
       '--secure-port=0',
@@ -195,12 +195,7 @@ describe('identity Lease and SIGTERM (the real CLI)', () => {
       '--peer-bind-address=127.0.0.1',
       '--metrics-bind-address=127.0.0.1:0',
       `--local-apiserver=${localAPIServer}`,
-      `--peer-ca-file=${pki.clusterCAFile}`,
-      `--requestheader-client-ca-file=${pki.frontProxyCAFile}`,
-      `--proxy-client-cert-file=${n.proxyClientCert}`,
-      `--proxy-client-key-file=${n.proxyClientKey}`,
-      `--peer-tls-cert-file=${n.servingCert}`,
-      `--peer-tls-private-key-file=${n.servingKey}`,
+      ...(await nodePKIFlags(pki, 'cli')),
       '--server-id=mvproxy-cli',
       '--peer-discovery=lease',
       '--identity-lease-duration-seconds=30',
