@@ -15,7 +15,7 @@ import { createLogger, type Logger } from './observability/log';
 import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
 import type { TLSSocket } from 'node:tls';
 import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
-import { openTunnels, tunnelUpgrade } from './upstream/upgrade';
+import { Tunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenOps } from './observability/ops-server';
@@ -121,8 +121,18 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   });
 
   const listeners: RunningListener[] = [];
+  const tunnels = new Tunnels();
   const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
-    tunnelUpgrade(req, socket, head, localURL, localTLS, log, clientTLS?.clientCA ? (certificateIdentity(req.socket as TLSSocket) ?? undefined) : undefined, identityRules);
+    tunnelUpgrade(req, socket, head, {
+      target: localURL,
+      tls: localTLS,
+      log,
+      tunnels,
+      identity: clientTLS?.clientCA ? (certificateIdentity(req.socket as TLSSocket) ?? undefined) : undefined,
+      identityRules,
+      headTimeoutMs: config.requestTimeoutMs,
+      draining: handler.draining,
+    });
 
   let frontend = config.frontend;
   let clientPort: number;
@@ -256,7 +266,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       token?.stop();
       for (const l of listeners) l.close();
       ops.close();
-      for (const t of openTunnels) t.destroy();
+      tunnels.destroyAll();
       handler.close();
       await sync.stop();
       await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);

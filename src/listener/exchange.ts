@@ -50,8 +50,12 @@ export interface Exchange {
   onClientClose: (() => void) | null;
   /** True once the client went away. */
   readonly clientClosed: boolean;
-  /** Set when the body framing is ambiguous or unsupported (listener/framing.ts): answered with it, never forwarded. */
-  readonly framingError: ErrorCode | undefined;
+  /**
+   * Set when the request is refused before anything is forwarded (listener/framing.ts): its body
+   * framing is ambiguous or unsupported, or it has an Expect other than 100-continue. Answered with
+   * it, and the connection closes after the answer (as Go's net/http does for both).
+   */
+  readonly refusal: ErrorCode | undefined;
   /** The user of a client certificate the front end verified (--client-ca-file), if any. */
   readonly identity?: Identity;
 }

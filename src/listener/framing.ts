@@ -45,3 +45,13 @@ export class FramingCheck {
 function isChunked(v: string): boolean {
   return v.trim().toLowerCase() === 'chunked';
 }
+
+/**
+ * Expect (RFC 9110 §10.1.1), as Go's net/http server treats it in front of kube-apiserver: only
+ * `100-continue` (case-insensitive) is met — the front end sends `100 Continue` when the body is
+ * first read (uWS: its build sends it itself before the handler) and the header is not forwarded
+ * (upstream/headers.ts). Any other expectation gets 417 and the connection closes.
+ */
+export function expectationRefusal(value: string): ErrorCode | undefined {
+  return value.trim().toLowerCase() === '100-continue' ? undefined : 'MVP_ERR_EXPECTATION_FAILED';
+}

@@ -13,6 +13,7 @@ import type { Exchange, ListenerState } from './exchange';
 import { NodeExchange } from './node-http';
 import type { Identity } from '../upstream/headers';
 import { MAX_HEADER_BYTES, type RunningListener } from './uws';
+import { answerStatus } from '../respond/error';
 
 export interface NodeListenerOptions {
   host: string;
@@ -45,6 +46,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
     ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key, ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
     : http.createServer(SERVER_OPTIONS, handler);
   if (o.onUpgrade) server.on('upgrade', o.onUpgrade);
+  answerExpectations(server, handler);
   return start(server, o.host, o.port, state);
 }
 
@@ -66,23 +68,37 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   const allowed = new Set(o.allowedNames);
   const state: ListenerState = { draining: false };
   const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
-  const server = https.createServer(
-    { ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true },
-    (req, res) => {
-      const sock = req.socket as TLSSocket;
-      let why = verdicts.get(sock);
-      if (why === undefined) {
-        why = peerVerdict(sock, allowed);
-        verdicts.set(sock, why);
-      }
-      const ex = new NodeExchange(req, res, state);
-      if (why === null) o.onRequest(ex);
-      else o.onRejected(ex, why);
-    },
-  );
-  // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3).
-  server.on('upgrade', (_req, socket: Socket) => socket.destroy());
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const sock = req.socket as TLSSocket;
+    let why = verdicts.get(sock);
+    if (why === undefined) {
+      why = peerVerdict(sock, allowed);
+      verdicts.set(sock, why);
+    }
+    const ex = new NodeExchange(req, res, state);
+    if (why === null) o.onRequest(ex);
+    else o.onRejected(ex, why);
+  };
+  const server = https.createServer({ ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true }, handler);
+  answerExpectations(server, handler);
+  // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3):
+  // a Status, and the connection closes; nothing after the upgrade request is read.
+  server.on('upgrade', (_req, socket: Socket) => {
+    socket.pause();
+    socket.on('error', () => undefined);
+    answerStatus(socket, 'MVP_ERR_PEER_UPGRADE');
+  });
   return start(server, o.host, o.port, state);
+}
+
+/**
+ * Requests with an Expect header reach the same handler, which answers as Go's net/http does
+ * (NodeExchange): node:http would otherwise send `100 Continue` before anyone reads the body, and
+ * answer any other expectation with a plain-text 417 instead of a Status.
+ */
+function answerExpectations(server: http.Server, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): void {
+  server.on('checkContinue', handler);
+  server.on('checkExpectation', handler);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange, ListenerState } from './exchange';
 import type { Identity, ResponseHead } from '../upstream/headers';
 import type { ErrorCode } from '../upstream/errors';
-import { FramingCheck } from './framing';
+import { FramingCheck, expectationRefusal } from './framing';
 
 /**
  * How long a connection closed with its request body unread stays half-open after the response
@@ -92,7 +92,7 @@ export class NodeExchange implements Exchange {
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   readonly identity?: Identity;
-  readonly framingError: ErrorCode | undefined;
+  readonly refusal: ErrorCode | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, state: ListenerState, identity?: Identity) {
     this.identity = identity;
@@ -105,6 +105,7 @@ export class NodeExchange implements Exchange {
     const headers = new Array<string>(raw.length);
     let peerProxied: string | undefined;
     let hasBody = false;
+    let expect: string | undefined;
     const framing = new FramingCheck();
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
@@ -115,15 +116,19 @@ export class NodeExchange implements Exchange {
       } else if (name === 'content-length' || name === 'transfer-encoding') {
         framing.see(name, raw[i + 1]);
         if (name === 'transfer-encoding' || raw[i + 1] !== '0') hasBody = true;
-      }
+      } else if (name === 'expect') expect ??= raw[i + 1];
     }
-    this.framingError = framing.verdict();
+    this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
+    // Expect: 100-continue (node:http's checkContinue: nothing sent yet). As Go's net/http: the
+    // 100 Continue goes out when the body is first read; an answer before that (a 401 from the
+    // apiserver, say) spares the client the upload.
+    if (expect !== undefined && this.refusal === undefined && hasBody) continueOnFirstRead(req, res);
     this.headers = headers;
     this.peerProxied = peerProxied;
     this.remoteAddress = req.socket.remoteAddress ?? '';
     this.body = hasBody ? req : null;
     this.res = new NodeResponse(res, req, hasBody, state);
-    if (this.framingError !== undefined) this.res.closeAfter = true;
+    if (this.refusal !== undefined) this.res.closeAfter = true;
     res.on('close', () => {
       if (res.writableFinished) return;
       this.clientClosed = true;
@@ -132,4 +137,20 @@ export class NodeExchange implements Exchange {
       if (cb) cb();
     });
   }
+}
+
+function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): void {
+  let sent = false;
+  const send = () => {
+    if (sent || res.headersSent || res.destroyed) return;
+    sent = true;
+    res.writeContinue();
+  };
+  // Flowing mode ('data' listener, pipe) emits 'resume'; paused mode reads after a 'readable' listener.
+  req.once('resume', send);
+  req.on('newListener', function onListener(ev: string | symbol) {
+    if (ev !== 'readable') return;
+    req.off('newListener', onListener);
+    send();
+  });
 }

@@ -14,7 +14,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import type { ClientResponse, Exchange, ListenerState } from './exchange';
 import type { ResponseHead } from '../upstream/headers';
 import type { ErrorCode } from '../upstream/errors';
-import { FramingCheck } from './framing';
+import { FramingCheck, expectationRefusal } from './framing';
 
 type UWS = typeof import('uwebsockets');
 
@@ -226,7 +226,7 @@ class UwsExchange implements Exchange {
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   upgrade = false;
-  readonly framingError: ErrorCode | undefined;
+  readonly refusal: ErrorCode | undefined;
 
   constructor(res: HttpResponse, req: HttpRequest, state: ListenerState) {
     this.method = req.getCaseSensitiveMethod();
@@ -234,6 +234,7 @@ class UwsExchange implements Exchange {
     this.query = req.getQuery() ?? '';
     const headers = this.headers;
     let hasBody = false;
+    let expect: string | undefined;
     const framing = new FramingCheck();
     req.forEach((k, v) => {
       headers.push(k, v);
@@ -243,8 +244,9 @@ class UwsExchange implements Exchange {
         framing.see(k, v);
         if (k === 'transfer-encoding' || v !== '0') hasBody = true;
       } else if (k === 'upgrade') this.upgrade = true;
+      else if (k === 'expect') expect ??= v;
     });
-    this.framingError = framing.verdict();
+    this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     this.res = new UwsResponse(res, state);
     res.onAborted(() => {
@@ -255,7 +257,7 @@ class UwsExchange implements Exchange {
       this.onClientClose = null;
       if (cb) cb();
     });
-    if (this.framingError !== undefined) {
+    if (this.refusal !== undefined) {
       // No body stream: the bytes after the head cannot be framed, and the answer closes the connection.
       this.res.requestBodyPending = true;
     } else if (hasBody) {
@@ -359,7 +361,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       return;
     }
     const ex = new UwsExchange(res, req, holder.state);
-    if (ex.framingError !== undefined) {
+    if (ex.refusal !== undefined) {
       // Answered on the next turn, not now: this uWS build goes on parsing the bytes after the head
       // (with two Content-Length fields, as the next request: a smuggled one) even after an
       // end(…, closeConnection). With the answer pending, it aborts the connection instead when

@@ -18,7 +18,8 @@ import { forward, isFailoverSafe, type ForwardHandler } from '../upstream/forwar
 import { forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
-import { statusBody, STATUS_CONTENT_TYPE } from '../respond/status';
+import { STATUS_CONTENT_TYPE } from '../respond/status';
+import { errorResponse } from '../respond/error';
 import { type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION, PROXY_ERROR_TRANSPORT } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 
@@ -77,7 +78,7 @@ export class ProxyHandler {
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
     if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
-    if (ex.framingError !== undefined) return writeStatus(ex, ex.framingError);
+    if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
     // Only origin-form targets: an absolute-form (http://host/path) or asterisk-form (*) target would
     // be routed on one path while the apiserver reads another.
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
@@ -150,7 +151,7 @@ export class ProxyHandler {
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
     if (this.draining) return writeStatus(ex, 'MVP_ERR_PEER_SHUTTING_DOWN');
-    if (ex.framingError !== undefined) return writeStatus(ex, ex.framingError);
+    if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const info = newRequestInfo(ex.method, ex.path, ex.query);
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
@@ -268,14 +269,10 @@ export class ProxyHandler {
 
 /** Writes one of mvproxy's own errors as a metav1.Status. */
 export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
-  const spec: (typeof ERRORS)[ErrorCode] = ERRORS[code];
-  const retryAfter = 'retryAfter' in spec ? spec.retryAfter : undefined;
-  const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
-  const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
-  if (retryAfter) headers.push('retry-after', String(retryAfter));
+  const { status, headers, body } = errorResponse(code, message);
   // Answered before the request body was read whole (the upstream died mid-upload): the front end
   // closes the connection after this response (ClientResponse contract).
-  ex.res.writeHead(spec.status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
+  ex.res.writeHead(status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
   ex.res.write(body);
   ex.res.end();
 }

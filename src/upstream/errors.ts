@@ -23,6 +23,12 @@ export const ERRORS = {
   MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout' },
   /** The client listener's front end cannot carry this protocol upgrade. */
   MVP_ERR_UPGRADE_UNSUPPORTED: { status: 400, reason: 'BadRequest', message: 'protocol upgrades (exec, attach, port-forward) are not carried by the uWebSockets.js front end; run with --frontend=node' },
+  /** An upgrade request that cannot switch protocols safely (HTTP/1.0, h2c, a body): refused before anything is sent (upstream/upgrade.ts). */
+  MVP_ERR_UPGRADE_REFUSED: { status: 400, reason: 'BadRequest', message: 'this protocol upgrade is not accepted' },
+  /** An upgrade on the peer listener: exec/attach/port-forward are served by the local apiserver of the node the client reached. */
+  MVP_ERR_PEER_UPGRADE: { status: 400, reason: 'BadRequest', message: 'protocol upgrades are not proxied between peers' },
+  /** The request's Expect is not 100-continue (Go's net/http answers 417 too). metav1 has no reason for 417. */
+  MVP_ERR_EXPECTATION_FAILED: { status: 417, reason: 'BadRequest', message: 'only the expectation 100-continue is supported' },
   /** A peer listener request without a verified client certificate, or with a CN not in --requestheader-allowed-names. */
   MVP_ERR_PEER_UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'the peer listener requires a client certificate from the request-header CA with an allowed common name' },
   /** The request target could not be read (invalid percent-encoding, absolute or asterisk form). */

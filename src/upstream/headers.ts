@@ -67,7 +67,7 @@ export interface ForwardHeaderOptions {
   identity?: Identity;
   /** Set x-kubernetes-peer-proxied: true (the peer hop). Otherwise any client value passes through to the local apiserver, as in-tree. */
   peerHop: boolean;
-  /** Keep Connection/Upgrade (a protocol upgrade is being tunnelled). */
+  /** Keep Upgrade and send `Connection: Upgrade` (a protocol upgrade is being requested). */
   upgrade?: boolean;
 }
 
@@ -90,9 +90,16 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
     const value = incoming[i + 1];
     if (name === 'host') continue;
     if (HOP_BY_HOP.has(name)) {
-      if (o.upgrade && (name === 'connection' || name === 'upgrade')) out.push(name, value);
+      // An upgrade keeps the client's Upgrade tokens; its Connection is rewritten below (only
+      // `Upgrade`: any header the client named there is dropped above, as on any request).
+      if (o.upgrade && name === 'upgrade') out.push(name, value);
       continue;
     }
+    // Expect is answered by the front end itself (100 Continue, or 417 for anything else), as Go's
+    // net/http server does before a handler reads the body; the upstream client sends the body
+    // whole and refuses the header (undici: "expect header not supported"), which used to turn every
+    // `Expect: 100-continue` upload (curl adds it past 1 MB) into a 503.
+    if (name === 'expect') continue;
     if (named !== undefined && named.has(name)) continue;
     if (!o.trustIdentityHeaders && rules.isIdentityHeader(name)) continue;
     if (name === 'x-forwarded-for') {
@@ -103,6 +110,7 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
     out.push(name, value);
   }
   out.push('x-forwarded-for', xff === undefined ? o.remoteAddress : xff + ', ' + o.remoteAddress);
+  if (o.upgrade) out.push('connection', 'Upgrade');
   if (o.peerHop) out.push(PeerProxiedHeader, 'true');
   if (o.identity) {
     out.push(rules.userHeader, o.identity.user);

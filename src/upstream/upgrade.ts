@@ -1,53 +1,178 @@
-// Protocol upgrades (kubectl exec/attach/port-forward over SPDY or WebSocket) on the node front
-// end: the request head is rewritten with the same header rules as any request, sent to the local
-// apiserver on a fresh connection, and then bytes are piped both ways untouched. They always go to
-// the local apiserver: the subresources that upgrade (pods/exec, attach, portforward) belong to the
-// core group, which every apiserver serves.
+// Protocol upgrades (kubectl exec/attach/port-forward over SPDY or WebSocket, WebSocket watches)
+// on the node front end.
+//
+// The rule (issue 19, the "request smuggled behind a refused upgrade"): nothing passes mvproxy
+// except as a parsed request under its header rules until the upstream has answered
+// `101 Switching Protocols`. The upgrade request is sent as one request, on a connection of its
+// own, with the same header rules as any request (client X-Remote-* stripped, a certificate user
+// forwarded as front-proxy headers); the client socket is paused meanwhile, and the bytes the client
+// sent after the request head are held back. Only after a 101 do bytes flow raw both ways, starting
+// with the held-back ones. Any other answer (401, 403, 404, 400, …) is relayed as an ordinary
+// response with `Connection: close` and the client connection is closed: whatever the client sent
+// after the upgrade request never reaches the upstream, which trusts mvproxy's proxy client
+// certificate as the front-proxy identity. (Before this, the head was rewritten and every later
+// byte piped raw, so a request pipelined behind an upgrade the apiserver refused reached it with
+// the client's own X-Remote-User: system:admin.)
+//
+// Upgrades always go to the local apiserver: the subresources that upgrade (pods/exec, attach,
+// portforward) belong to the core group, which every apiserver serves.
 
+import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
-import tls from 'node:tls';
-import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { forwardRequestHeaders, type Identity, type IdentityHeaderRules } from './headers';
+import { forwardRequestHeaders, responseHeadFrom, type Identity, type IdentityHeaderRules } from './headers';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../observability/log';
-import { statusBody } from '../respond/status';
+import { answerStatus, closeAfterAnswer } from '../respond/error';
+import { FramingCheck } from '../listener/framing';
 
-/** Open tunnels, so shutdown can cut them (an exec session never ends by itself). */
-export const openTunnels = new Set<Duplex>();
+/** Open tunnels of one daemon, so its shutdown can cut them (an exec session never ends by itself). */
+export class Tunnels {
+  private readonly open = new Set<Duplex>();
+  add(client: Duplex): void {
+    this.open.add(client);
+    client.once('close', () => this.open.delete(client));
+  }
+  get size(): number {
+    return this.open.size;
+  }
+  destroyAll(): void {
+    for (const t of this.open) t.destroy();
+  }
+}
 
-export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer, target: URL, tlsFiles: TLSFiles | undefined, log: Logger, identity?: Identity, identityRules?: IdentityHeaderRules): void {
-  openTunnels.add(client);
-  client.once('close', () => openTunnels.delete(client));
+export interface UpgradeOptions {
+  target: URL;
+  tls: TLSFiles | undefined;
+  log: Logger;
+  tunnels: Tunnels;
+  /** The user of the client's verified certificate, forwarded as front-proxy headers. */
+  identity?: Identity;
+  identityRules?: IdentityHeaderRules;
+  /** The longest wait for the upstream's answer to the upgrade request (--request-timeout): then 504. */
+  headTimeoutMs: number;
+  /** The listener is draining: answered 429 (as any request on the client listener then). */
+  draining: boolean;
+}
+
+/**
+ * Why an upgrade request is refused before anything is sent upstream, or undefined. Only an
+ * HTTP/1.1 request without a body may switch protocols here:
+ * - HTTP/1.0 has no Upgrade (RFC 9110 §7.8 applies to 1.1);
+ * - `h2c` is not an upgrade any apiserver offers (Go's net/http ignores it; RFC 9113 deprecated it),
+ *   and a tunnel opened for it would carry HTTP/2 requests past every header rule;
+ * - a body (Content-Length other than 0, Transfer-Encoding) would have to be framed before the
+ *   101; exec/attach/port-forward requests carry none, and ambiguous bytes are what smuggling uses.
+ */
+export function upgradeRefusal(req: http.IncomingMessage): string | undefined {
+  if (req.httpVersion !== '1.1') return `protocol upgrades need HTTP/1.1, got HTTP/${req.httpVersion}`;
+  const framing = new FramingCheck();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (name === 'upgrade') {
+      for (const t of raw[i + 1].split(',')) if (t.trim().toLowerCase() === 'h2c') return 'the h2c upgrade is not supported (use HTTP/2 over TLS, or HTTP/1.1)';
+    } else if (name === 'content-length' || name === 'transfer-encoding') {
+      framing.see(name, raw[i + 1]);
+      if (name === 'transfer-encoding' || raw[i + 1].trim() !== '0') return 'an upgrade request must not carry a body';
+    }
+  }
+  if (framing.verdict() !== undefined) return 'an upgrade request must not carry a body';
+  return undefined;
+}
+
+export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientHead: Buffer, o: UpgradeOptions): void {
+  o.tunnels.add(client);
+  client.on('error', () => undefined);
+  if (o.draining) return answerStatus(client, 'MVP_ERR_SHUTTING_DOWN');
+  const refused = upgradeRefusal(req);
+  if (refused !== undefined) {
+    o.log.info(2, 'upgrade refused', { path: req.url, reason: refused });
+    return answerStatus(client, 'MVP_ERR_UPGRADE_REFUSED', refused);
+  }
+  // Nothing the client sends from here on is read until the upstream has switched protocols.
+  client.pause();
+
   const incoming: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i].toLowerCase(), req.rawHeaders[i + 1]);
-  // Same identity rules as any request: client X-Remote-* stripped, a certificate user forwarded.
-  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: false, upgrade: true, identity, identityRules });
-  const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
-  let lines = `${req.method} ${req.url} HTTP/1.1\r\nhost: ${target.host}\r\n`;
-  for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  lines += '\r\n';
+  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: false, upgrade: true, identity: o.identity, identityRules: o.identityRules });
+  headers.unshift('host', o.target.host);
 
-  const upstream: net.Socket =
-    target.protocol === 'https:'
-      ? tls.connect({ host: target.hostname, port, ca: tlsFiles?.ca, cert: tlsFiles?.cert, key: tlsFiles?.key, servername: tlsFiles?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname) })
-      : net.connect({ host: target.hostname, port });
-  let connected = false;
-  upstream.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
-    connected = true;
-    upstream.write(lines);
-    if (head.length) upstream.write(head);
+  const target = o.target;
+  const secure = target.protocol === 'https:';
+  const options: https.RequestOptions = {
+    host: target.hostname,
+    port: Number(target.port || (secure ? 443 : 80)),
+    method: req.method,
+    path: req.url,
+    headers,
+    agent: false, // a connection of its own: after a 101 it belongs to the tunnel
+    ...(secure ? { ca: o.tls?.ca, cert: o.tls?.cert, key: o.tls?.key, servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname) } : {}),
+  };
+  const upReq = (secure ? https : http).request(options);
+  let settled = false;
+  const timer = setTimeout(() => {
+    if (settled) return;
+    settled = true;
+    upReq.destroy();
+    answerStatus(client, 'MVP_ERR_UPSTREAM_TIMEOUT');
+  }, o.headTimeoutMs);
+  const settle = (): boolean => {
+    if (settled) return false;
+    settled = true;
+    clearTimeout(timer);
+    return true;
+  };
+  client.once('close', () => {
+    if (settle()) upReq.destroy();
+  });
+
+  upReq.on('upgrade', (res: http.IncomingMessage, upstream: net.Socket, upstreamHead: Buffer) => {
+    if (!settle() || client.destroyed) {
+      upstream.destroy();
+      return;
+    }
+    // The switch is the upstream's: relay its 101 head as it sent it (Sec-WebSocket-Accept, the
+    // negotiated sub-protocol), then the bytes already read on either side, then raw both ways.
+    let lines = `HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}\r\n`;
+    for (let i = 0; i < res.rawHeaders.length; i += 2) lines += `${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}\r\n`;
+    client.write(lines + '\r\n');
+    if (upstreamHead.length) client.write(upstreamHead);
+    if (clientHead.length) upstream.write(clientHead);
+    upstream.on('error', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
     upstream.pipe(client);
     client.pipe(upstream);
+    client.resume();
   });
-  upstream.on('error', (err) => {
-    if (!connected && client.writable) {
-      const body = statusBody(503, 'ServiceUnavailable', `the local kube-apiserver could not be reached (MVP_ERR_LOCAL_UNAVAILABLE)`);
-      client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
-    } else client.destroy();
-    log.info(2, 'upgrade tunnel failed', { err: err.message, path: req.url });
+
+  upReq.on('response', (res: http.IncomingMessage) => {
+    if (!settle() || client.destroyed) {
+      res.destroy();
+      return;
+    }
+    // Not switched: an ordinary response, and the end of this client connection. Held-back bytes
+    // (a pipelined request, say) are dropped with it: they were never read as a request.
+    const head = responseHeadFrom(res.rawHeaders);
+    let lines = `HTTP/1.1 ${res.statusCode} ${res.statusMessage || http.STATUS_CODES[res.statusCode ?? 0] || ''}\r\n`;
+    for (let i = 0; i < head.headers.length; i += 2) lines += `${head.headers[i]}: ${head.headers[i + 1]}\r\n`;
+    if (head.contentLength >= 0) lines += `content-length: ${head.contentLength}\r\n`;
+    client.write(lines + 'connection: close\r\n\r\n');
+    res.on('error', () => client.destroy());
+    res.on('end', () => closeAfterAnswer(client));
+    res.pipe(client, { end: false });
+    o.log.info(2, 'upgrade not switched by the apiserver', { path: req.url, status: res.statusCode });
   });
-  client.on('error', () => upstream.destroy());
-  client.on('close', () => upstream.destroy());
-  upstream.on('close', () => client.destroy());
+
+  upReq.on('error', (err) => {
+    if (!settle()) {
+      client.destroy();
+      return;
+    }
+    o.log.info(2, 'upgrade request to the local apiserver failed', { err: err.message, path: req.url });
+    answerStatus(client, 'MVP_ERR_LOCAL_UNAVAILABLE');
+  });
+  upReq.end();
 }

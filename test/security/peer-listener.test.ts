@@ -135,12 +135,26 @@ describe('peer listener attacks', () => {
     });
   }
 
-  test('an upgrade (exec) from a verified peer: the connection is dropped, nothing reaches an apiserver (upgrades are never proxied between peers)', async () => {
-    const id = `pl-${++seq}`;
-    const r = await tlsExchange(plane.member(NEW).peerAddress, plane.pki.clusterCA.cert, creds.good, upgrade(id));
-    assert.ok(!/^HTTP\/1\.1 101/.test(r.out), r.out);
-    assert.deepEqual(reached(id), []);
-  });
+  for (const [key, who] of [
+    ['good', 'a verified peer'],
+    ['wrongCN', 'a front-proxy-CA certificate with a CN outside --requestheader-allowed-names'],
+    ['none', 'no client certificate'],
+  ] as const) {
+    test(`request smuggled behind a refused upgrade, from ${who}: the upgrade gets no 101 and the pipelined GET with X-Remote-User: system:admin reaches no apiserver`, async () => {
+      const [up, smuggled] = [`pl-${++seq}`, `pl-${++seq}`];
+      const spoofed = `GET /api/v1/namespaces/kube-system/secrets HTTP/1.1\r\nHost: kubernetes.default.svc\r\nx-test-id: ${smuggled}\r\nX-Remote-User: system:admin\r\nX-Remote-Group: system:masters\r\n\r\n`;
+      const r = await tlsExchange(plane.member(NEW).peerAddress, plane.pki.clusterCA.cert, creds[key], upgrade(up) + spoofed);
+      assert.ok(!/^HTTP\/1\.1 101/.test(r.out), r.out);
+      if (key === 'good') {
+        // Refused with a Status naming why, and the connection closed: nothing after it is read.
+        assert.match(r.out, /^HTTP\/1\.1 400 /);
+        assert.match(r.out, /MVP_ERR_PEER_UPGRADE/);
+        assert.equal((r.out.match(/HTTP\/1\.1 /g) ?? []).length, 1, r.out);
+      }
+      assert.deepEqual(reached(up), []);
+      assert.deepEqual(reached(smuggled), []);
+    });
+  }
 
   test('the listener still serves a good peer after all of the above', async () => {
     const id = `pl-${++seq}`;

@@ -40,7 +40,7 @@ function fakeExchange(method: string, path: string): { ex: Exchange; rec: Record
     },
   };
   const ex: Exchange = {
-    method, path, query: '', headers: [], peerProxied: undefined, remoteAddress: '127.0.0.1', body: null, res, onClientClose: null, clientClosed: false, framingError: undefined,
+    method, path, query: '', headers: [], peerProxied: undefined, remoteAddress: '127.0.0.1', body: null, res, onClientClose: null, clientClosed: false, refusal: undefined,
   };
   return { ex, rec };
 }
