@@ -45,12 +45,34 @@ export class NodeResponse implements ClientResponse {
     res.on('drain', () => this.onDrain?.());
   }
 
+  /** Status and headers given to writeHead but not yet on the wire (they go out with the first body byte). */
+  private pendingHead: { status: number; headers: string[] } | null = null;
+  private headWritten = false;
+
+  /**
+   * True once the status line went to the client. node:http's own headersSent turns true at
+   * writeHead(), before a byte is written: a head held back that way and an upstream that then
+   * failed left the client with a closed connection and zero bytes, where a Status can still be sent.
+   */
   get headersSent(): boolean {
-    return this.res.headersSent;
+    return this.headWritten;
   }
 
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
-    let headers = head.contentLength >= 0 ? [...head.headers, 'content-length', String(head.contentLength)] : head.headers;
+    const headers = head.contentLength >= 0 ? [...head.headers, 'content-length', String(head.contentLength)] : head.headers;
+    this.pendingHead = { status, headers };
+    if (flushNow) {
+      this.flushHead();
+      this.res.flushHeaders();
+    }
+  }
+
+  private flushHead(): void {
+    const p = this.pendingHead;
+    if (p === null) return;
+    this.pendingHead = null;
+    this.headWritten = true;
+    let headers = p.headers;
     const req = this.req;
     // Answered before the request body was read whole (an early 401/413, an upstream that died
     // mid-upload). A body nobody touched, node:http discards after the response and keeps the
@@ -63,15 +85,16 @@ export class NodeResponse implements ClientResponse {
       headers = [...headers, 'connection', 'close'];
       if (this.hasBody && !req.complete) lingerBeforeClose(req.socket);
     }
-    this.res.writeHead(status, headers);
-    if (flushNow) this.res.flushHeaders();
+    this.res.writeHead(p.status, headers);
   }
 
   write(chunk: Buffer): boolean {
+    this.flushHead();
     return this.res.write(chunk);
   }
 
   end(): void {
+    this.flushHead();
     this.res.end();
   }
 
@@ -142,7 +165,7 @@ export class NodeExchange implements Exchange {
 function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): void {
   let sent = false;
   const send = () => {
-    if (sent || res.headersSent || res.destroyed) return;
+    if (sent || res.headersSent || res.destroyed) return; // node's own: nothing may precede a final head
     sent = true;
     res.writeContinue();
   };

@@ -69,8 +69,9 @@ export class UwsResponse implements ClientResponse {
     return this.requestBodyPending || this.state.draining || hasConnectionClose(this.head!.headers);
   }
 
+  /** True once the status line went to the client (uWS holds it until the first body byte). */
   get headersSent(): boolean {
-    return this.head !== null;
+    return this.headWritten;
   }
 
   /** uWS forbids any use of the response after it ended or was aborted. */
@@ -99,8 +100,9 @@ export class UwsResponse implements ClientResponse {
     const res = this.res;
     res.writeStatus(statusLine(this.status));
     const h = this.head!.headers;
-    // uWS writes its own Connection: close when it closes (end(…, true)); a second one would repeat it.
-    for (let i = 0; i < h.length; i += 2) if (h[i] !== 'connection') res.writeHeader(h[i], h[i + 1]);
+    // uWS writes its own Connection: close when it closes (end(…, true)), and its own Date on every
+    // response (not switchable in this build): the upstream's would make two of each.
+    for (let i = 0; i < h.length; i += 2) if (h[i] !== 'connection' && !isDate(h[i])) res.writeHeader(h[i], h[i + 1]);
   }
 
   write(chunk: Buffer): boolean {
@@ -207,6 +209,11 @@ export class UwsResponse implements ClientResponse {
     this.aborted = true;
     this.res.close();
   }
+}
+
+/** `Date` in any case, without lowercasing every header name on the hot path. */
+function isDate(name: string): boolean {
+  return name.length === 4 && (name.charCodeAt(0) | 0x20) === 0x64 && name.toLowerCase() === 'date';
 }
 
 function hasConnectionClose(h: readonly string[]): boolean {

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../listener/exchange';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
-import { isLongRunning } from '../request/longrunning';
+import { isLongRunning, streamHeadTimeoutMs } from '../request/longrunning';
 import { decide } from '../routing/decide';
 import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decision';
 import { serveDiscovery } from '../discovery/serve';
@@ -168,7 +168,7 @@ export class ProxyHandler {
       // this node's proxy client certificate.
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false, identityRules: this.o.identityRules, identity: ex.identity, trustIdentityHeaders: fromPeer }),
       longRunning,
-      requestTimeoutMs: this.o.requestTimeoutMs,
+      requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
       onDone: (status) => {
         this.settled(h, longRunning);
         if (!longRunning) this.observe('local', ri, status, start);
@@ -223,7 +223,7 @@ export class ProxyHandler {
     h = forward(ex, this.o.peers.get(address), {
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true, identityRules: this.o.identityRules, identity: ex.identity }),
       longRunning,
-      requestTimeoutMs: this.o.requestTimeoutMs,
+      requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
       onDone: (status) => {
         this.settled(h, longRunning);
         this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
@@ -292,8 +292,9 @@ function isApisPath(path: string): boolean {
   return path.length >= 5 && path.charCodeAt(1) === 0x61 /* a */ && path.startsWith('/apis') && (path.length === 5 || path.charCodeAt(5) === 0x2f);
 }
 
+/** A timeout before anything reached the client: 504. A body that went silent counts too (its head was held back, so a Status can still be sent). */
 function timeoutCode(err: Error & { code?: string }): ErrorCode | undefined {
-  return err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'MVP_ERR_REQUEST_TIMEOUT' ? 'MVP_ERR_UPSTREAM_TIMEOUT' : undefined;
+  return err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'MVP_ERR_REQUEST_TIMEOUT' ? 'MVP_ERR_UPSTREAM_TIMEOUT' : undefined;
 }
 
 /** How often deadlines are checked: a request ends within this much of --request-timeout. */

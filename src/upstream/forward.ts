@@ -9,9 +9,12 @@ import { responseHeadFrom } from './headers';
 
 export interface ForwardOptions {
   headers: string[];
-  /** Watches, logs, exec...: no upstream timeouts, and headers flushed at once. */
+  /** Watches, logs, exec...: no timeout on the body, and headers flushed at once. */
   longRunning: boolean;
-  /** Time to wait for response headers, and the longest silence within a body, for other requests. */
+  /**
+   * Time to wait for the response head (then 504), and for other than long-running requests also
+   * the longest silence within a body.
+   */
   requestTimeoutMs: number;
   /** The response has ended or been cut; status is what the client got (0 if nothing was sent). */
   onDone(status: number, err: Error | null): void;
@@ -26,15 +29,14 @@ export interface ForwardOptions {
 export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): ForwardHandler {
   const h = new ForwardHandler(ex, o);
   const body = ex.body;
-  const timeout = o.longRunning ? 0 : o.requestTimeoutMs;
   upstream.dispatch(
     {
       path: ex.query ? ex.path + '?' + ex.query : ex.path,
       method: ex.method as Dispatcher.HttpMethod,
       headers: o.headers,
       body: body ?? null,
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
+      headersTimeout: o.requestTimeoutMs,
+      bodyTimeout: o.longRunning ? 0 : o.requestTimeoutMs,
     },
     h,
   );

@@ -37,6 +37,12 @@ for (const frontend of ['uws', 'node'] as const) {
         connectTimeoutMs: CONNECT_TIMEOUT_MS,
         peerRoute: (req, res) => {
           const url = req.url ?? '';
+          if (url.includes('watch=true') && url.includes('nohead')) return true; // TLS fine, no response head ever
+          if (url.endsWith('/headonly')) {
+            res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+            res.flushHeaders(); // the head, then nothing
+            return true;
+          }
           if (url.includes('watch=true') && url.includes('slowwatch')) {
             res.writeHead(200, { 'content-type': 'application/json' });
             const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(' ')), 1000); // one byte a second
@@ -223,6 +229,32 @@ for (const frontend of ['uws', 'node'] as const) {
         for (const r of results) assert.ok('status' in r && r.status === 504 && r.ms < REQUEST_TIMEOUT_MS + 1500, JSON.stringify(r));
       });
       await noLeaks(t, 'a peer that never answers');
+    });
+
+    for (const [query, bound] of [
+      ['', REQUEST_TIMEOUT_MS],
+      ['&timeoutSeconds=1', 1000],
+      ['&timeoutSeconds=30', REQUEST_TIMEOUT_MS],
+    ] as const) {
+      test(`a watch (${query || 'no timeoutSeconds'}) through a peer that completes TLS but never sends a response head: 504 Status within ${bound} ms (the shorter of --request-timeout and timeoutSeconds)`, async (t) => {
+        await withLocalTraffic(async (agent) => {
+          const r = await get(o.base, `${PEER_ONLY}?watch=true&nohead=1${query}`, agent, 10_000);
+          assert.ok('status' in r && r.status === 504, JSON.stringify(r));
+          assert.match((r as { text: string }).text, /"reason":"Timeout"/);
+          assert.ok(r.ms >= bound - 100 && r.ms < bound + 1500, `answered after ${r.ms} ms`);
+        });
+        await noLeaks(t, 'a watch whose peer never sends a head');
+      });
+    }
+
+    test('a peer that sends its head with a Content-Length and then nothing: the client gets a 504 Status, not a closed connection with zero bytes', async (t) => {
+      await withLocalTraffic(async (agent) => {
+        const r = await get(o.base, `${PEER_ONLY}/headonly`, agent, 10_000);
+        assert.ok('status' in r && r.status === 504, JSON.stringify(r));
+        assert.match((r as { text: string }).text, /"kind":"Status"/);
+        assert.ok(r.ms < REQUEST_TIMEOUT_MS + 1500, `answered after ${r.ms} ms`);
+      });
+      await noLeaks(t, 'a peer that sends only its head');
     });
 
     test('a peer that answers one byte a second (status line and headers): 504 Status within --request-timeout', async (t) => {
