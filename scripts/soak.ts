@@ -80,7 +80,7 @@ async function main(): Promise<void> {
 
   const plane: Plane = await startPlane({
     dir: join(tmp, 'pki'),
-    frontend: 'uws',
+    frontend: 'auto',
     members: [
       { name: OLD, kubernetesVersion: 'v1.33' },
       { name: NEW, kubernetesVersion: 'v1.37' },

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './observability/log';
 import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
 import type { TLSSocket } from 'node:tls';
 import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
+import { chooseFrontend } from './listener/frontend';
 import { Tunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -74,9 +75,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   if (gateOn && !config.peerCAFile) log.info(0, '--peer-ca-file is not set: the mixed version proxy is off and every request goes to the local apiserver');
 
   const clientTLS = config.tlsCertFile && config.tlsPrivateKeyFile ? { cert: read(config.tlsCertFile)!, key: read(config.tlsPrivateKeyFile)!, clientCA: read(config.clientCAFile) } : undefined;
-  if (config.clientCAFile && config.frontend !== 'node') {
-    throw new ConfigError('--client-ca-file needs a front end that can read client certificates: --frontend=node (the uWebSockets.js build that loads on Node 20 cannot see them)');
-  }
+  const choice = chooseFrontend(config.frontend, { clientCertificates: !!clientTLS?.clientCA }, deps.loadUWS ?? loadUWS);
+  if ('error' in choice) throw new ConfigError(choice.error);
   if (!clientTLS && !isLoopback(config.bindAddress)) {
     throw new ConfigError(`--bind-address=${config.bindAddress} is not a loopback address: plain HTTP is only served on loopback; set --tls-cert-file and --tls-private-key-file`);
   }
@@ -134,34 +134,32 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       draining: handler.draining,
     });
 
-  let frontend = config.frontend;
+  let frontend = choice.frontend;
+  let frontendReason = choice.reason;
   let clientPort: number;
   let clientServer: https.Server | undefined;
   let peerServer: https.Server | undefined;
-  if (frontend === 'uws') {
-    const loaded = (deps.loadUWS ?? loadUWS)();
-    if ('error' in loaded) {
-      log.error('uWebSockets.js cannot load on this machine; serving clients with the node front end', loaded.error);
+  if (choice.frontend === 'uws') {
+    try {
+      const l = await listenUWS(choice.uws, {
+        host: config.bindAddress,
+        port: config.securePort,
+        tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile!, caFile: clientTLS.clientCA ? config.clientCAFile : undefined } : undefined,
+        onRequest: (ex) => handler.handleClient(ex),
+        onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
+        webSocket: { target: localURL, tls: localTLS, identityRules, headTimeoutMs: config.requestTimeoutMs },
+      });
+      listeners.push(l);
+      clientPort = l.port;
+    } catch (e) {
+      // This uWS build binds without SO_REUSEADDR: after a restart, connections it closed itself
+      // sit in TIME_WAIT for up to 60 s and block the port. node:http (libuv) can bind: keep serving.
+      if (config.frontend === 'uws') throw new ConfigError(`--frontend=uws: ${(e as Error).message}`);
+      frontendReason = `uWebSockets.js could not listen (${(e as Error).message})`;
       frontend = 'node';
-    } else {
-      try {
-        const l = await listenUWS(loaded.uws, {
-          host: config.bindAddress,
-          port: config.securePort,
-          tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile! } : undefined,
-          onRequest: (ex) => handler.handleClient(ex),
-          onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
-        });
-        listeners.push(l);
-        clientPort = l.port;
-      } catch (e) {
-        // This uWS build binds without SO_REUSEADDR: after a restart, connections it closed itself
-        // sit in TIME_WAIT for up to 60 s and block the port. node:http (libuv) can bind: keep serving.
-        log.error('uWebSockets.js could not listen; serving clients with the node front end', e, { port: config.securePort });
-        frontend = 'node';
-      }
     }
   }
+  log.info(0, `client listener front end: ${frontend === 'uws' ? 'uWebSockets.js' : 'node:http/https'}`, { frontend, setting: config.frontend, reason: frontendReason });
   if (frontend === 'node') {
     const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
     if (clientTLS) clientServer = l.server as https.Server;

@@ -64,12 +64,12 @@ async function main(argv: string[]): Promise<void> {
     .command('demo')
     .description('run a whole mixed-version control plane on 127.0.0.1: two simulated kube-apiservers (v1.33, v1.37), an mvproxy beside each, mTLS between them')
     .option('--base-port <port>', 'first of the ports to use (0 = any free ports)', '0')
-    .option('--frontend <name>', 'client front end of the demo proxies: uws or node', 'uws')
+    .option('--frontend <name>', 'client front end of the demo proxies: auto, uws or node', 'auto')
     .action(async (opts: { basePort: string; frontend: string }) => {
       // Loaded only for the demo: it pulls in the simulator and the throwaway PKI.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { runDemo } = require('./demo/demo') as typeof import('./demo/demo');
-      await runDemo({ basePort: Number(opts.basePort), frontend: opts.frontend === 'node' ? 'node' : 'uws' });
+      await runDemo({ basePort: Number(opts.basePort), frontend: opts.frontend === 'node' || opts.frontend === 'uws' ? opts.frontend : 'auto' });
     });
   let args: string[];
   try {

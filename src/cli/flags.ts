@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { DEFAULTS, type DaemonConfig, type Frontend, type PeerDiscoveryMode } from '../config/types';
+import { DEFAULTS, type DaemonConfig, type FrontendSetting, type PeerDiscoveryMode } from '../config/types';
 import { FlagError, featureGateHelp, formatDuration, parseFeatureGateFlags, parseGoBool, resolveFeatureGates } from './featuregate';
 import {
   CONFIG_API_VERSION,
@@ -81,7 +81,7 @@ export function daemonFlags(cmd: Command): Command {
   const bool = (flag: string, desc: string, def: boolean) => new Option(`--${flag} [bool]`, `${desc} (--${flag}, --${flag}=true or --${flag}=false)`).default(def);
   return cmd
     .option('--config <file>', `versioned config file (apiVersion: ${CONFIG_API_VERSION}, kind: ${CONFIG_KIND}) with the same settings as these flags; a flag given on the command line overrides the file, relative paths in the file resolve against its directory`)
-    .addOption(new Option('--frontend <name>', 'client listener front end: uws (uWebSockets.js) or node (node:http/https; carries exec/attach/port-forward upgrades)').choices(['uws', 'node']).default(DEFAULTS.frontend))
+    .addOption(new Option('--frontend <name>', 'client listener front end: auto (uWebSockets.js when it loads and can serve this configuration, else node), uws (uWebSockets.js; exits if it cannot serve the configuration) or node (node:http/https, HTTP/2; carries SPDY upgrades)').choices(['auto', 'uws', 'node']).default(DEFAULTS.frontend))
     .option('--bind-address <ip>', 'address of the client listener; plain HTTP is allowed only on loopback', DEFAULTS.bindAddress)
     .option('--secure-port <port>', 'port of the client listener (0 = any free port)', String(DEFAULTS.securePort))
     .option('--tls-cert-file <file>', 'serving certificate of the client listener (and of the peer listener unless --peer-tls-cert-file)')
@@ -98,7 +98,7 @@ export function daemonFlags(cmd: Command): Command {
     .option('--proxy-client-key-file <file>', 'key for --proxy-client-cert-file')
     .option('--requestheader-client-ca-file <file>', "CA bundle that verifies peers' proxy client certificates on the peer listener")
     .option('--requestheader-allowed-names <names>', 'comma-separated common names allowed on the peer listener; empty = any name signed by the CA; repeatable', list(NO_NAMES), NO_NAMES)
-    .option('--client-ca-file <file>', 'CA bundle that verifies client certificates on the client listener (needs --frontend=node and TLS); a verified certificate user (CN, groups from O) is forwarded to the apiservers as front-proxy identity headers with --proxy-client-cert-file')
+    .option('--client-ca-file <file>', 'CA bundle that verifies client certificates on the client listener (needs TLS, and a front end that reads client certificates: node, or uWS on Node 22+ with glibc >= 2.38); a verified certificate user (CN, groups from O) is forwarded to the apiservers as front-proxy identity headers with --proxy-client-cert-file')
     .option('--requestheader-username-headers <names>', 'header names for the forwarded user, as kube-apiserver\'s flag (the first is sent; all are stripped from clients)', list(DEFAULT_USER_HEADERS), DEFAULT_USER_HEADERS)
     .option('--requestheader-group-headers <names>', 'header names for the forwarded groups (the first is sent; all are stripped from clients)', list(DEFAULT_GROUP_HEADERS), DEFAULT_GROUP_HEADERS)
     .option('--requestheader-extra-headers-prefix <prefixes>', 'header prefixes for forwarded extra attributes (the first is used; all are stripped from clients)', list(DEFAULT_EXTRA_PREFIX), DEFAULT_EXTRA_PREFIX)
@@ -205,7 +205,7 @@ function parseFlagValues(o: Record<string, unknown>): FlagValues {
   const serverId = s('serverId');
   const config: DaemonConfig = {
     serverID: serverId === undefined ? defaultServerID() : flagValue('server-id', serverId, () => checkServerID(serverId)),
-    frontend: str('frontend', (v) => checkChoice<Frontend>(v, ['uws', 'node'])),
+    frontend: str('frontend', (v) => checkChoice<FrontendSetting>(v, ['auto', 'uws', 'node'])),
     bindAddress: str('bind-address', checkIP),
     securePort: intFlag('secure-port', s('securePort')!, checkPort),
     tlsCertFile: s('tlsCertFile') || undefined,

@@ -154,7 +154,7 @@ const port: Kind = { t: 'int', check: checkPort };
 
 export const SETTINGS: readonly Setting[] = [
   { key: 'serverID', flag: 'server-id', field: 'serverID', kind: { t: 'string', check: checkServerID } },
-  { key: 'frontend', flag: 'frontend', field: 'frontend', kind: { t: 'string', check: (v) => checkChoice(v, ['uws', 'node']) } },
+  { key: 'frontend', flag: 'frontend', field: 'frontend', kind: { t: 'string', check: (v) => checkChoice(v, ['auto', 'uws', 'node']) } },
   { key: 'featureGates', flag: 'feature-gates', field: 'featureGates', kind: { t: 'gates' } },
   { key: 'bindAddress', flag: 'bind-address', field: 'serving.bindAddress', kind: { t: 'string', check: checkIP } },
   { key: 'securePort', flag: 'secure-port', field: 'serving.securePort', kind: port },
@@ -574,7 +574,6 @@ export function validateConfig(c: DaemonConfig): void {
     if (!c.requestheaderClientCAFile) problems.push(`the peer listener needs ${settingName('requestheaderClientCAFile')} to verify peers' proxy client certificates`);
   }
   if (c.clientCAFile) {
-    if (c.frontend !== 'node') problems.push(`${settingName('clientCAFile')} needs a front end that can read client certificates: set ${settingName('frontend')} to node (the uWebSockets.js build that loads on Node 20 cannot see them)`);
     if (!c.tlsCertFile) problems.push(`${settingName('clientCAFile')} needs TLS on the client listener: set ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')}`);
     if (!c.proxyClientCertFile) problems.push(`${settingName('clientCAFile')} forwards certificate users as front-proxy headers, which the apiserver trusts only with a proxy client certificate: set ${settingName('proxyClientCertFile')} and ${settingName('proxyClientKeyFile')}`);
   }

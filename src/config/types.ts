@@ -1,7 +1,10 @@
 // The daemon's settings, after flags and (later) the config file are merged. One place for each
 // default: DEFAULTS below; the flag help and the config loader both read it.
 
+/** The front end that serves the client listener. */
 export type Frontend = 'uws' | 'node';
+/** --frontend: auto picks uWS when it loads and can serve the configuration (listener/frontend.ts). */
+export type FrontendSetting = 'auto' | Frontend;
 
 /** How peers are found: a list given by the operator, or Kubernetes Leases through the local apiserver. */
 export type PeerDiscoveryMode = 'static' | 'lease';
@@ -9,7 +12,7 @@ export type PeerDiscoveryMode = 'static' | 'lease';
 export interface DaemonConfig {
   /** Server ID of this node (Kubernetes: its identity lease name). */
   serverID: string;
-  frontend: Frontend;
+  frontend: FrontendSetting;
   /** Client listener. Plain HTTP only when bindAddress is a loopback address and no TLS files are given. */
   bindAddress: string;
   securePort: number;
@@ -101,7 +104,7 @@ export interface DaemonConfig {
 }
 
 export const DEFAULTS = {
-  frontend: 'uws' as Frontend,
+  frontend: 'auto' as FrontendSetting,
   bindAddress: '127.0.0.1',
   securePort: 6444,
   peerBindAddress: '0.0.0.0',

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPlane } from './topology';
 import { createLogger } from '../observability/log';
-import type { Frontend } from '../config/types';
+import type { FrontendSetting } from '../config/types';
 
 export interface DemoOptions {
   basePort: number;
-  frontend: Frontend;
+  frontend: FrontendSetting;
 }
 
 export const DEMO_MEMBERS = [

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { startSimApiserver, ObjectStore, type SimApiserver } from '../sim';
 import { startDaemon, type Daemon } from '../daemon';
 import { createClusterPKI, type ClusterPKI } from '../pki/bundle';
-import { DEFAULTS, type DaemonConfig, type Frontend, type PeerDiscoveryMode } from '../config/types';
+import { DEFAULTS, type DaemonConfig, type FrontendSetting, type PeerDiscoveryMode } from '../config/types';
 import type { Logger } from '../observability/log';
 import { silentLogger } from '../observability/log';
 import { Metrics } from '../observability/metrics';
@@ -29,7 +29,7 @@ export interface Member {
 
 export interface PlaneOptions {
   dir: string;
-  frontend: Frontend;
+  frontend: FrontendSetting;
   members: MemberSpec[];
   /** Consecutive ports from here (client, peer, metrics per member), or 0 for ephemeral ports. */
   basePort?: number;

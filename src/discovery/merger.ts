@@ -105,9 +105,21 @@ export class DiscoveryMerger {
     return join(__dirname, `merge.worker${extname(__filename)}`);
   }
 
-  /** Worker execArgv: the parent's, plus a tsx loader when running from .ts without one. */
+  /**
+   * Worker execArgv: the parent's module loaders (`--import`, `--require`, `--loader`, either
+   * spelling), plus a tsx loader when running from .ts without one. Nothing else: Node 24's test
+   * runner hands its children every option default (`--test-isolation=process`,
+   * `--inspect-port=…`, ~40 of them), and a Worker given those fails to start (every merge then ran
+   * inline on the main thread).
+   */
   static workerExecArgv(): string[] {
-    const argv = [...process.execArgv];
+    const argv: string[] = [];
+    const src = process.execArgv;
+    for (let i = 0; i < src.length; i++) {
+      const a = src[i];
+      if (/^--(import|require|loader|experimental-loader)=/.test(a) || /^-r[^-]/.test(a)) argv.push(a);
+      else if ((a === '--import' || a === '--require' || a === '-r' || a === '--loader' || a === '--experimental-loader') && i + 1 < src.length) argv.push(a, src[++i]);
+    }
     if (extname(__filename) === '.ts' && !argv.some((a) => a.includes('tsx'))) argv.push('--import', 'tsx');
     return argv;
   }

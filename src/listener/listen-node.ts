@@ -11,7 +11,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Exchange, ListenerState } from './exchange';
 import { NodeExchange } from './node-http';
-import type { Identity } from '../upstream/headers';
+import { subjectIdentity, type Identity } from '../upstream/headers';
 import { MAX_HEADER_BYTES, type RunningListener } from './uws';
 import { answerStatus } from '../respond/error';
 
@@ -45,6 +45,16 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
   const server = o.tls
     ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key, ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
     : http.createServer(SERVER_OPTIONS, handler);
+  if (clientCA) {
+    // A certificate is optional (bearer-token clients send none), but one that is sent must verify:
+    // another CA, expired, or not for client auth ends the connection before any request is read,
+    // as the uWS front end's handshake refuses it (uSockets SSL_VERIFY_PEER). Never served as anonymous.
+    server.on('secureConnection', (sock: TLSSocket) => {
+      if (sock.authorized) return;
+      const presented = sock.getPeerCertificate();
+      if (presented && Object.keys(presented).length > 0) sock.destroy();
+    });
+  }
   if (o.onUpgrade) server.on('upgrade', o.onUpgrade);
   answerExpectations(server, handler);
   return start(server, o.host, o.port, state);
@@ -101,19 +111,10 @@ function answerExpectations(server: http.Server, handler: (req: http.IncomingMes
   server.on('checkExpectation', handler);
 }
 
-/**
- * The user of a verified client certificate, as kube-apiserver's x509 authenticator reads it:
- * user = CN, groups = O (spec §2.5; k8s.io/apiserver x509 CommonNameUserConversion). An
- * unverified or absent certificate yields no identity (the request may still carry a token).
- */
+/** The user of the connection's client certificate if node:tls verified it (see subjectIdentity), else null. */
 export function certificateIdentity(sock: TLSSocket): Identity | null {
   if (!sock.authorized) return null;
-  const subject = sock.getPeerCertificate()?.subject;
-  const cn = subject?.CN;
-  const user = Array.isArray(cn) ? cn[0] : cn;
-  if (!user) return null;
-  const o = subject.O;
-  return { user, groups: Array.isArray(o) ? o : o ? [o] : [] };
+  return subjectIdentity(sock.getPeerCertificate()?.subject as { CN?: string | string[]; O?: string | string[] } | undefined);
 }
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {

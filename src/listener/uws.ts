@@ -12,9 +12,13 @@ import net from 'node:net';
 import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
 import type { ClientResponse, Exchange, ListenerState } from './exchange';
-import type { ResponseHead } from '../upstream/headers';
+import { subjectIdentity, type Identity, type ResponseHead } from '../upstream/headers';
+import { X509Certificate } from 'node:crypto';
 import type { ErrorCode } from '../upstream/errors';
 import { FramingCheck, expectationRefusal } from './framing';
+import { routeWebSockets, type WebSocketRouteHolder } from './uws-websocket';
+import { uwsReadsClientCertificates } from './frontend';
+import type { WebSocketTarget } from '../upstream/websocket';
 
 type UWS = typeof import('uwebsockets');
 
@@ -66,8 +70,11 @@ export class UwsResponse implements ClientResponse {
 
   /** Whether the connection closes after this response (ClientResponse contract). */
   private closing(): boolean {
-    return this.requestBodyPending || this.state.draining || hasConnectionClose(this.head!.headers);
+    return this.closeAfter || this.requestBodyPending || this.state.draining || hasConnectionClose(this.head!.headers);
   }
+
+  /** Set when the connection must close after this response whatever it says (a refused upgrade). */
+  closeAfter = false;
 
   /** True once the status line went to the client (uWS holds it until the first body byte). */
   get headersSent(): boolean {
@@ -234,8 +241,9 @@ class UwsExchange implements Exchange {
   clientClosed = false;
   upgrade = false;
   readonly refusal: ErrorCode | undefined;
+  readonly identity?: Identity;
 
-  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState) {
+  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, clientCertificates: boolean) {
     this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
@@ -255,6 +263,9 @@ class UwsExchange implements Exchange {
     });
     this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+    // uSockets with ca_file_name verifies a certificate the client sends (SSL_VERIFY_PEER: one that
+    // does not verify fails the handshake) and lets clients without one through (bearer tokens).
+    if (clientCertificates) this.identity = resIdentity(res);
     this.res = new UwsResponse(res, state);
     res.onAborted(() => {
       this.res.aborted = true;
@@ -274,7 +285,18 @@ class UwsExchange implements Exchange {
   }
 }
 
-/** The request body as a Readable with backpressure: uWS pauses reading while undici is behind. */
+/**
+ * Whether HttpResponse.pause() stops the request body on this uWS build. Measured on the build for
+ * Node 24 (ABI 137): it does not (67 MiB of a 100 MiB upload arrived through onData while paused),
+ * and a connection paused once is reset ~10 s later even while its body keeps flowing (the
+ * idle timer resume() arms is never re-armed by data: ECONNRESET 11.8 s in, every run; never
+ * without pause). So that build is never paused: an upload is read as fast as the client sends it
+ * and waits in memory for a slower upstream (README "Limitations"; kube-apiserver itself refuses
+ * bodies over 3 MiB). The Node 20 build (ABI 115) throttled correctly.
+ */
+const PAUSE_THROTTLES_BODY = !uwsReadsClientCertificates();
+
+/** The request body as a Readable, with backpressure where this uWS build can pause reading. */
 function bodyStream(res: HttpResponse, out: UwsResponse): Readable {
   let paused = false;
   const r = new Readable({
@@ -303,7 +325,7 @@ function bodyStream(res: HttpResponse, out: UwsResponse): Readable {
     if (ab.byteLength > 0) {
       const copy = Buffer.allocUnsafe(ab.byteLength);
       copy.set(new Uint8Array(ab));
-      if (!r.push(copy) && !isLast && !paused && out.usable) {
+      if (!r.push(copy) && PAUSE_THROTTLES_BODY && !isLast && !paused && out.usable) {
         paused = true;
         res.pause();
       }
@@ -319,10 +341,13 @@ function bodyStream(res: HttpResponse, out: UwsResponse): Readable {
 export interface UwsListenerOptions {
   host: string;
   port: number;
-  tls?: { certFile: string; keyFile: string };
+  /** caFile: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
+  tls?: { certFile: string; keyFile: string; caFile?: string };
   onRequest(ex: Exchange): void;
-  /** Called for requests asking for a protocol upgrade, which this front end does not carry. */
+  /** Called for upgrade requests this front end does not carry (anything but WebSocket: SPDY, …). */
   onUpgradeRefused(ex: Exchange): void;
+  /** Where WebSocket upgrades go (bridged, upstream/websocket.ts); absent = refused like SPDY. */
+  webSocket?: WebSocketTarget;
 }
 
 export interface RunningListener {
@@ -348,9 +373,38 @@ async function explicitPort(host: string, port: number): Promise<number> {
 }
 
 type Callbacks = Pick<UwsListenerOptions, 'onRequest' | 'onUpgradeRefused'>;
-interface CallbackHolder {
+interface CallbackHolder extends WebSocketRouteHolder {
   cb: Callbacks | null;
-  readonly state: ListenerState;
+  /** The listener verifies client certificates (ca_file_name): read each request's. */
+  readonly clientCertificates: boolean;
+}
+
+/**
+ * The user of a verified client certificate, from its PEM, cached: uWS gives the PEM per request
+ * (no per-connection object), and parsing it costs ~30 µs where a Map lookup costs well under 1.
+ * Bounded: cleared when it reaches CERT_CACHE_MAX entries (distinct client certificates).
+ */
+const certIdentities = new Map<string, Identity | null>();
+const CERT_CACHE_MAX = 1024;
+
+/** The verified client certificate's user of the connection `res` belongs to (uSockets verified it in the handshake). */
+function resIdentity(res: HttpResponse): Identity | undefined {
+  return pemIdentity((res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.());
+}
+
+function pemIdentity(pem: string | undefined): Identity | undefined {
+  if (!pem) return undefined;
+  let id = certIdentities.get(pem);
+  if (id === undefined) {
+    try {
+      id = subjectIdentity(new X509Certificate(pem).toLegacyObject().subject);
+    } catch {
+      id = null;
+    }
+    if (certIdentities.size >= CERT_CACHE_MAX) certIdentities.clear();
+    certIdentities.set(pem, id);
+  }
+  return id ?? undefined;
 }
 
 /**
@@ -367,7 +421,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       res.close();
       return;
     }
-    const ex = new UwsExchange(res, req, holder.state);
+    const ex = new UwsExchange(res, req, holder.state, holder.clientCertificates);
     if (ex.refusal !== undefined) {
       // Answered on the next turn, not now: this uWS build goes on parsing the bytes after the head
       // (with two Content-Length fields, as the next request: a smuggled one) even after an
@@ -377,15 +431,28 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       setImmediate(() => {
         if (!ex.clientClosed) cb.onRequest(ex);
       });
-    } else if (ex.upgrade) cb.onUpgradeRefused(ex);
+    } else if (ex.upgrade) {
+      // Not a WebSocket upgrade (those take the ws route): refused, and the connection closed, so
+      // nothing the client sends next (SPDY frames, a smuggled request) is read (issue 19).
+      ex.res.closeAfter = true;
+      cb.onUpgradeRefused(ex);
+    }
     else cb.onRequest(ex);
   });
 }
 
 export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<RunningListener> {
   const port = await explicitPort(o.host, o.port);
-  const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
-  const holder: CallbackHolder = { cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused }, state: { draining: false } };
+  const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile, ...(o.tls.caFile ? { ca_file_name: o.tls.caFile } : {}) }) : uws.App();
+  const clientCertificates = !!o.tls?.caFile;
+  const holder: CallbackHolder = {
+    cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused },
+    state: { draining: false },
+    clientCertificates,
+    webSocket: o.webSocket ?? null,
+    identityOf: clientCertificates ? resIdentity : () => undefined,
+  };
+  routeWebSockets(app, holder);
   routeAll(app, holder);
   return new Promise((resolve, reject) => {
     app.listen(o.host, port, (sock: us_listen_socket | false) => {
@@ -406,6 +473,7 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
           stopAccepting();
           app.close();
           holder.cb = null;
+          holder.webSocket = null;
         },
       });
     });

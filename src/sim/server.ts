@@ -13,6 +13,7 @@ import { acceptsPlainJson, negotiateDiscovery } from './negotiate';
 import { buildOpenApi } from './openapi';
 import { errors, NOT_FOUND_BODY, statusBody } from './status';
 import { ObjectStore } from './store';
+import { handleExecUpgrade } from './exec';
 
 export interface SimApiserverOptions {
   /** Server name, sent as response header X-Sim-Server. */
@@ -185,9 +186,10 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
   };
 
   const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key, keepAlive: true, noDelay: true }, onRequest) : http.createServer({ keepAlive: true, noDelay: true }, onRequest);
-  // Upgrades (exec, attach, port-forward, proxy over SPDY/WebSocket) are not simulated: answer with a
-  // well-formed Status instead of dropping the connection.
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+  // exec and attach over WebSocket are simulated (sim/exec.ts); other upgrades (SPDY, port-forward,
+  // proxy) get a well-formed Status instead of a dropped connection.
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, upgradeHead: Buffer) => {
+    if (handleExecUpgrade(req, socket, upgradeHead)) return;
     const { baseHeaders } = intake(req);
     const body = statusBody(400, 'BadRequest', `the simulated apiserver ${o.name} does not support connection upgrades (exec, attach, port-forward, proxy)`);
     let head = 'HTTP/1.1 400 Bad Request\r\n';

@@ -22,9 +22,11 @@ export const ERRORS = {
   /** The upstream did not send response headers within --request-timeout. */
   MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout' },
   /** The client listener's front end cannot carry this protocol upgrade. */
-  MVP_ERR_UPGRADE_UNSUPPORTED: { status: 400, reason: 'BadRequest', message: 'protocol upgrades (exec, attach, port-forward) are not carried by the uWebSockets.js front end; run with --frontend=node' },
+  MVP_ERR_UPGRADE_UNSUPPORTED: { status: 400, reason: 'BadRequest', message: 'this protocol upgrade is not carried by the uWebSockets.js front end: it carries WebSocket (kubectl 1.30 and newer); SPDY (kubectl 1.29 and older exec, attach, port-forward) needs --frontend=node' },
   /** An upgrade request that cannot switch protocols safely (HTTP/1.0, h2c, a body): refused before anything is sent (upstream/upgrade.ts). */
   MVP_ERR_UPGRADE_REFUSED: { status: 400, reason: 'BadRequest', message: 'this protocol upgrade is not accepted' },
+  /** The apiserver answered a WebSocket upgrade with a 101 that is not a valid WebSocket handshake. */
+  MVP_ERR_UPGRADE_FAILED: { status: 502, reason: 'InternalError', message: "the apiserver's answer to the WebSocket upgrade was not a valid handshake" },
   /** An upgrade on the peer listener: exec/attach/port-forward are served by the local apiserver of the node the client reached. */
   MVP_ERR_PEER_UPGRADE: { status: 400, reason: 'BadRequest', message: 'protocol upgrades are not proxied between peers' },
   /** The request's Expect is not 100-continue (Go's net/http answers 417 too). metav1 has no reason for 417. */

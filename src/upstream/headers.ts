@@ -56,6 +56,19 @@ export class IdentityHeaderRules {
 
 const DEFAULT_IDENTITY_RULES = new IdentityHeaderRules();
 
+/**
+ * The user of a verified client certificate, as kube-apiserver's x509 authenticator reads it
+ * (k8s.io/apiserver x509 CommonNameUserConversion): user = CN, groups = every O. No CN: no user
+ * (the request may still carry a token). `subject` as node:tls reports it (a repeated field is an array).
+ */
+export function subjectIdentity(subject: { CN?: string | string[]; O?: string | string[] } | undefined): Identity | null {
+  const cn = subject?.CN;
+  const user = Array.isArray(cn) ? cn[0] : cn;
+  if (!user) return null;
+  const o = subject!.O;
+  return { user, groups: Array.isArray(o) ? o : o ? [o] : [] };
+}
+
 export interface ForwardHeaderOptions {
   /** The client's address, appended to X-Forwarded-For. */
   remoteAddress: string;

@@ -18,6 +18,7 @@ import { createClusterPKI, type ClusterPKI, type NodeCertFiles } from '../../src
 import type { Daemon } from '../../src/daemon';
 import type { Frontend } from '../../src/config/types';
 import { startTestDaemon } from '../support/daemon';
+import { FRONTENDS } from '../support/frontends';
 import { readFixture } from '../support/fixtures';
 
 /** Aggregated discovery media type, as kubectl asks for it. */
@@ -324,7 +325,7 @@ export async function settle(before: ResourceSnapshot, o: { closeIdle: () => voi
 export const RSS_SLACK = 48 * 1024 * 1024;
 
 export function frontends(): readonly Frontend[] {
-  return ['uws', 'node'] as const;
+  return FRONTENDS;
 }
 
 // ---------- route tables built by hand (one-hop property) ----------

@@ -201,7 +201,9 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
         const oldPort = B!.peerPort;
         await B!.stop(signal);
         B = await startChildDaemon(await args('b', simB));
-        const routedMs = await routedToB(base, new Agent());
+        const probe = new Agent();
+        const routedMs = await routedToB(base, probe);
+        await probe.close(); // else its kept-alive connection counts as left behind (node front end: 30 s keep-alive hint)
         // The watch that B's previous incarnation served must have ended by now.
         const until = Date.now() + BOUND_MS;
         while (watch.ended === endedBefore && Date.now() < until) await sleep(50);

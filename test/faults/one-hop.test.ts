@@ -59,7 +59,7 @@ describe('one hop, always (property test over random, disagreeing route tables)'
     tmp = mkdtempSync(join(tmpdir(), 'mvproxy-onehop-'));
     plane = await startPlane({
       dir: join(tmp, 'pki'),
-      frontend: 'uws',
+      frontend: 'auto',
       members: MEMBERS.map((m) => ({ ...m })),
       configure: (c) => {
         c.connectTimeoutMs = CONNECT_TIMEOUT_MS;

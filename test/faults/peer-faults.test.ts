@@ -11,6 +11,7 @@
 // Uploads are in upload-faults.test.ts (separate processes: fds and RSS read from /proc), lease
 // churn (10 restarts in a minute, lease mode) in lease-churn.test.ts.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,7 +24,7 @@ const MiB = 1024 * 1024;
 
 const WATCH_EVENT = '{"type":"ADDED","object":{"kind":"Workload","apiVersion":"scheduling.k8s.io/v1beta1","metadata":{"name":"w1"}}}\n';
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`faults around one mvproxy (${frontend} front end)`, () => {
     let o: Observed;
     let baseline: ResourceSnapshot;

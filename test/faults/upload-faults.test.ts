@@ -7,6 +7,7 @@
 // so a Status is still possible); requests for a locally served GVR meanwhile see zero errors; the
 // daemon keeps serving and its fds come back to where they were.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,7 +55,7 @@ async function quietFds(pid: number, servers: FakeServer[]): Promise<number> {
   return min;
 }
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`upstreams killed mid-upload (${frontend} front end, mvproxy in its own process)`, () => {
     let tmp: string;
     let local: FakeServer;

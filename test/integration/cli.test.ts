@@ -131,7 +131,7 @@ test('--help exits 0 and lists every flag with its default', async () => {
     ['--static-peers', '(default: [])'],
     ['--metrics-bind-address', '(default: "127.0.0.1:10290")'],
     ['--v ', '(default: "2")'],
-    ['--frontend', 'default: "uws"'],
+    ['--frontend', 'default: "auto"'],
     ['--logging-format', 'default: "json"'],
     ['--server-id', '(default: derived from the host name'],
   ];

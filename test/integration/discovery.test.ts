@@ -29,7 +29,7 @@ async function discoverySettled(plane: Plane): Promise<void> {
 describe('peer-aggregated discovery', () => {
   let plane: Plane & { tmp: string };
   before(async () => {
-    plane = await twoVersionPlane('uws');
+    plane = await twoVersionPlane('auto');
     await discoverySettled(plane);
   });
   after(async () => {

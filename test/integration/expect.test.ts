@@ -3,6 +3,7 @@
 // refuses the header), any other expectation gets a 417 Status and the connection closes. Nothing
 // is forwarded with an Expect header.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import { startLenientUpstream, sendRaw, type LenientUpstream } from '../support/lenient-upstream';
 import { startTestDaemon } from '../support/daemon';
@@ -11,7 +12,7 @@ import type { Daemon } from '../../src/daemon';
 const CM = '/api/v1/namespaces/default/configmaps';
 const BODY = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'expect' }, data: { k: 'x'.repeat(2000) } });
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`Expect on the ${frontend} front end`, () => {
     let up: LenientUpstream;
     let d: Daemon;

@@ -1,6 +1,7 @@
 // Failure behaviour of the data path (issue 3, spec §2.4 improved): timeouts, an unreachable local
 // apiserver, failover between peers, client disconnects, protocol upgrades, front-end fallback.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { ConfigError } from '../../src/daemon';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`failures (${frontend} front end)`, () => {
     let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
     const upgrades: string[] = [];
@@ -85,7 +86,7 @@ for (const frontend of ['uws', 'node'] as const) {
       }
     });
 
-    test('protocol upgrades: tunnelled on the node front end without client identity headers; a Status naming --frontend=node on uWS', async () => {
+    test('protocol upgrades: tunnelled on the node front end without client identity headers; on uWS a WebSocket upgrade is bridged (an upstream 101 that is not a valid WebSocket handshake: 502 Status) and SPDY gets a Status naming --frontend=node', async () => {
       const d = await startTestDaemon({ frontend, localAPIServer: upstream.url });
       try {
         const sock = net.connect(d.clientPort, '127.0.0.1');
@@ -104,9 +105,22 @@ for (const frontend of ['uws', 'node'] as const) {
           assert.equal(seen.authorization, 'Bearer t');
           assert.equal(seen.upgrade, 'websocket');
         } else {
-          assert.match(got, /^HTTP\/1.1 400/);
-          assert.match(got, /--frontend=node/);
-          assert.match(got, /"kind":"Status"/);
+          // This fake upstream's 101 carries no Sec-WebSocket-Accept: the bridge refuses it.
+          assert.match(got, /^HTTP\/1.1 502/);
+          assert.match(got, /MVP_ERR_UPGRADE_FAILED/);
+          const seen = JSON.parse(upgrades.at(-1)!);
+          assert.equal(seen['x-remote-user'], undefined);
+          assert.equal(seen.authorization, 'Bearer t');
+          const spdy = net.connect(d.clientPort, '127.0.0.1');
+          await new Promise((r) => spdy.once('connect', r));
+          let out = '';
+          spdy.on('data', (b) => (out += b.toString()));
+          const closed = new Promise((r) => spdy.once('close', r));
+          spdy.write('POST /api/v1/namespaces/default/pods/p/exec?command=sh HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
+          await closed;
+          assert.match(out, /^HTTP\/1.1 400/);
+          assert.match(out, /--frontend=node/);
+          assert.match(out, /"kind":"Status"/);
         }
         sock.destroy();
       } finally {
@@ -117,15 +131,22 @@ for (const frontend of ['uws', 'node'] as const) {
 }
 
 describe('front-end selection and listener safety', () => {
-  test('uWebSockets.js that cannot load: the daemon serves on the node front end and says why once', async () => {
+  test('--frontend=uws where uWebSockets.js cannot load: refused at start (exit 2), naming why and the alternatives', async () => {
+    await assert.rejects(
+      startTestDaemon({ frontend: 'uws' }, { loadUWS: () => ({ error: new Error('simulated: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38\' not found') }) }),
+      (e: Error) => e instanceof ConfigError && /GLIBC_2\.38/.test(e.message) && /--frontend=node/.test(e.message),
+    );
+  });
+
+  test('--frontend=auto where uWebSockets.js cannot load: the daemon serves on the node front end and says why once', async () => {
     const upstream = await startFakeUpstream(() => false);
     const log = capturingLogger();
-    const d = await startTestDaemon({ frontend: 'uws', localAPIServer: upstream.url }, { log, loadUWS: () => ({ error: new Error('simulated: uws_linux_x64_115.node: cannot open shared object file') }) });
+    const d = await startTestDaemon({ frontend: 'auto', localAPIServer: upstream.url }, { log, loadUWS: () => ({ error: new Error('simulated: uws_linux_x64_115.node: cannot open shared object file') }) });
     try {
       assert.equal(d.frontend, 'node');
       const r = await call(`http://127.0.0.1:${d.clientPort}`, '/version');
       assert.equal(r.status, 404); // the fake upstream's answer: the request went through
-      assert.equal(log.lines.filter((l) => l.includes('cannot load')).length, 1);
+      assert.equal(log.lines.filter((l) => l.includes('cannot load')).length, 1, log.lines.join('\n'));
       const m = await (await request(`http://127.0.0.1:${d.metricsPort}/metrics`)).body.text();
       assert.match(m, /mvproxy_build_info\{[^}]*frontend="node"\} 1/);
     } finally {
@@ -146,7 +167,7 @@ describe('peers: failover and released watches', () => {
     tmp = mkdtempSync(join(tmpdir(), 'mvproxy-failover-'));
     plane = await startPlane({
       dir: join(tmp, 'pki'),
-      frontend: 'uws',
+      frontend: 'auto',
       members: [
         { name: 'old', kubernetesVersion: 'v1.33' },
         { name: 'new-a', kubernetesVersion: 'v1.37' },

@@ -1,18 +1,21 @@
-// Identity across the hop (issue 5): a client-certificate user is verified by mvproxy's node front
-// end and reaches the serving apiserver — local or a peer's — as that user, via front-proxy
-// headers; what a client writes into those headers itself is never believed.
+// Identity across the hop (issues 5, 12): a client-certificate user is verified by mvproxy's front
+// end — node:https, or uWebSockets.js where its build can read certificates (Node 22+, glibc >= 2.38)
+// — and reaches the serving apiserver, local or a peer's, as that user, via front-proxy headers;
+// what a client writes into those headers itself is never believed. Same code path, same tests on
+// both front ends.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'undici';
 import { twoVersionPlane, OLD, NEW } from '../support/plane';
 import type { Plane } from '../../src/demo/topology';
-import { startTestDaemon } from '../support/daemon';
-import { ConfigError } from '../../src/daemon';
+import { FRONTENDS, UWS_UNAVAILABLE } from '../support/frontends';
+import { createCA } from '../../src/pki/throwaway';
+import { chooseFrontend, uwsReadsClientCertificates } from '../../src/listener/frontend';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const LOCAL = '/api/v1/namespaces/default/configmaps';
 
-describe('identity across the hop', () => {
+for (const frontend of FRONTENDS) describe(`identity across the hop (${frontend} front end)`, () => {
   let plane: Plane & { tmp: string };
   let jane: Agent;
   let anonymous: Agent;
@@ -21,7 +24,7 @@ describe('identity across the hop', () => {
       configure: (c, m) => {
         if (m.name !== OLD) return;
         // The old member's client listener: TLS, and client certificates from the cluster CA.
-        c.frontend = 'node';
+        c.frontend = frontend;
         c.tlsCertFile = c.peerTLSCertFile;
         c.tlsPrivateKeyFile = c.peerTLSPrivateKeyFile;
         c.clientCAFile = c.peerCAFile;
@@ -74,10 +77,73 @@ describe('identity across the hop', () => {
     }
   });
 
-  test('--client-ca-file on the uWebSockets.js front end is refused at start, naming the front end that can', async () => {
-    await assert.rejects(
-      startTestDaemon({ frontend: 'uws', tlsCertFile: plane.member(OLD).daemon.config.tlsCertFile, tlsPrivateKeyFile: plane.member(OLD).daemon.config.tlsPrivateKeyFile, clientCAFile: plane.pki.clusterCAFile }),
-      (e: Error) => e instanceof ConfigError && /--frontend=node/.test(e.message),
-    );
+  test('the listener runs on the front end asked for', () => {
+    assert.equal(plane.member(OLD).daemon.frontend, frontend);
+  });
+
+  test('a client certificate that does not verify (another CA, expired, server-only usage) fails the TLS handshake; nothing reaches an apiserver', async () => {
+    const foreign = await createCA('foreign-ca');
+    const hour = 3600_000;
+    const bad = {
+      'another CA': await foreign.issue({ commonName: 'mallory', organization: ['system:masters'], usage: 'client' }),
+      expired: await plane.pki.clusterCA.issue({ commonName: 'mallory', usage: 'client', notBeforeOffsetMs: -2 * hour, validForMs: -hour }),
+      'server-only usage': await plane.pki.clusterCA.issue({ commonName: 'mallory', usage: 'server' }),
+    };
+    const before = plane.members.reduce((n, m) => n + m.sim.requests.length, 0);
+    for (const [what, cert] of Object.entries(bad)) {
+      const agent = new Agent({ connect: { ca: plane.pki.clusterCA.cert, cert: cert.cert, key: cert.key } });
+      try {
+        const r = await request(plane.member(OLD).url + LOCAL, { dispatcher: agent }).then(
+          async (res) => `HTTP ${res.statusCode}: ${await res.body.text()}`,
+          (e: Error & { code?: string }) => e.code ?? e.message,
+        );
+        assert.doesNotMatch(r, /^HTTP/, `${what}: ${r}`);
+      } finally {
+        await agent.close();
+      }
+    }
+    const reached = plane.members.flatMap((m) => m.sim.requests.slice(0)).filter((q) => String(q.headers['x-remote-user'] ?? '') === 'mallory');
+    assert.deepEqual(reached, [], 'no request of a refused certificate reached an apiserver');
+    assert.ok(plane.members.reduce((n, m) => n + m.sim.requests.length, 0) >= before);
+  });
+});
+
+describe('client certificates and the front-end choice', () => {
+  test('--client-ca-file with --frontend=uws where the uWS build cannot read certificates: refused at start, naming why', () => {
+    const r = chooseFrontend('uws', { clientCertificates: true }, () => ({ uws: {} as never }), 115);
+    assert.ok('error' in r && /ABI 115/.test(r.error) && /--frontend=node/.test(r.error), JSON.stringify(r));
+  });
+
+  test('--client-ca-file with --frontend=auto: uWS where its build reads certificates, else node, with the reason', () => {
+    const old = chooseFrontend('auto', { clientCertificates: true }, () => ({ uws: {} as never }), 115);
+    assert.equal('frontend' in old && old.frontend, 'node');
+    assert.match((old as { reason: string }).reason, /cannot read/);
+    const modern = chooseFrontend('auto', { clientCertificates: true }, () => ({ uws: {} as never }), 137);
+    assert.equal('frontend' in modern && modern.frontend, 'uws');
+    const none = chooseFrontend('auto', { clientCertificates: false }, () => ({ error: new Error('x\n/lib/libc.so.6: version `GLIBC_2.38\' not found') }), 137);
+    assert.equal('frontend' in none && none.frontend, 'node');
+    assert.match((none as { reason: string }).reason, /GLIBC_2\.38/);
+  });
+
+  test(`this runtime (Node ${process.version}, ABI ${process.versions.modules}): auto with --client-ca-file serves ${FRONTENDS.includes('uws') && uwsReadsClientCertificates() ? 'uWS' : 'node'}${UWS_UNAVAILABLE ? ` (uWS: ${UWS_UNAVAILABLE})` : ''}`, async () => {
+    const plane = await twoVersionPlane('auto', {
+      configure: (c, m) => {
+        if (m.name !== OLD) return;
+        c.tlsCertFile = c.peerTLSCertFile;
+        c.tlsPrivateKeyFile = c.peerTLSPrivateKeyFile;
+        c.clientCAFile = c.peerCAFile;
+      },
+    });
+    try {
+      assert.equal(plane.member(OLD).daemon.frontend, FRONTENDS.includes('uws') && uwsReadsClientCertificates() ? 'uws' : 'node');
+      const cert = await plane.pki.clusterCA.issue({ commonName: 'jane', organization: ['devs'], usage: 'client' });
+      const agent = new Agent({ connect: { ca: plane.pki.clusterCA.cert, cert: cert.cert, key: cert.key } });
+      const r = await request(plane.member(OLD).url + LOCAL, { dispatcher: agent });
+      await r.body.dump();
+      await agent.close();
+      assert.equal(JSON.parse(String(r.headers['x-sim-request-identity'])).remoteUser, 'jane');
+    } finally {
+      await plane.close();
+    }
   });
 });

@@ -3,6 +3,7 @@
 // answered before its body was read closes the connection after the answer (the rest of the body
 // cannot be skipped safely; src/listener/exchange.ts ClientResponse).
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -67,7 +68,7 @@ function closedWithin(s: net.Socket, ms: number): Promise<boolean> {
   });
 }
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`connection reuse on the ${frontend} front end`, () => {
     let sim: SimApiserver;
     let d: Daemon;

@@ -1,6 +1,7 @@
 // The proxy data path (issue 3): two simulated apiservers of different versions (v1.33 "old",
 // v1.37 "new"), an mvproxy beside each with mTLS between them, on both front ends.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'undici';
 import { createCA } from '../../src/pki/throwaway';
@@ -13,7 +14,7 @@ const OLD_ONLY = '/apis/networking.k8s.io/v1beta1/servicecidrs'; // v1.33 only, 
 // A path only the refused peer-listener requests use (health probes and discovery also reach the apiservers).
 const PEER_MARKER = '/api/v1/namespaces/default/configmaps?labelSelector=refused-peer%3Dtrue';
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`proxy data path (${frontend} front end)`, () => {
     let plane: Plane & { tmp: string };
     before(async () => {

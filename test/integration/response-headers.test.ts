@@ -3,6 +3,7 @@
 // responses of both routes, on watches, on discovery mvproxy answers itself and on its own Status
 // errors. Read from the raw bytes: undici would merge duplicates.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import { twoVersionPlane, AUTH, OLD } from '../support/plane';
 import { sendRaw } from '../support/lenient-upstream';
@@ -10,7 +11,7 @@ import type { Plane } from '../../src/demo/topology';
 
 const AGG = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`response heads on the ${frontend} front end`, () => {
     let plane: Plane & { tmp: string };
     before(async () => {

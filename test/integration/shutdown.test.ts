@@ -1,13 +1,14 @@
 // SIGTERM (issue 6): /readyz fails first, watches end cleanly, requests in flight finish, new ones
 // are refused with a Status, the process exits 0 within the drain bound. A real CLI process.
 import { test } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { startChildDaemon } from '../support/child-daemon';
 import { startFakeUpstream } from '../support/fake-upstream';
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   test(`SIGTERM during a long watch and a stream of requests (${frontend} front end)`, async (t) => {
     const upstream = await startFakeUpstream((req, res) => {
       if (req.url?.includes('watch=true')) {

@@ -53,7 +53,7 @@ describe('peer listener attacks', () => {
   const creds: Record<string, { cert: string; key: string } | undefined> = {};
 
   before(async () => {
-    plane = await twoVersionPlane('uws');
+    plane = await twoVersionPlane('auto');
     const fp = plane.pki.frontProxyCA;
     const foreign = await createCA('foreign-ca');
     const selfSigned = await createCA(ALLOWED); // a CA certificate standing in for itself

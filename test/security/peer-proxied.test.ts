@@ -28,7 +28,7 @@ describe('x-kubernetes-peer-proxied from a client never causes a second hop', ()
     tmp = mkdtempSync(join(tmpdir(), 'mvproxy-pp-'));
     plane = await startPlane({
       dir: join(tmp, 'pki'),
-      frontend: 'uws',
+      frontend: 'auto',
       members: [
         { name: 'pp-a', kubernetesVersion: 'v1.33' },
         { name: 'pp-b', kubernetesVersion: 'v1.37' },

@@ -3,6 +3,7 @@
 // The daemon runs as a separate process here: an attack that crashes it must fail a test, not the
 // test runner (and the process's own fds are counted from /proc).
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readdirSync } from 'node:fs';
@@ -17,7 +18,7 @@ function fds(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
 }
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`slow and unfinished clients on the ${frontend} front end (mvproxy in its own process)`, () => {
     let up: LenientUpstream;
     let child: ChildDaemon | undefined;

@@ -7,9 +7,10 @@
 //     upstream cannot split the stream differently than the proxy did;
 //   - no request hidden in a body (`/smuggled`) is forwarded as a request of its own;
 //   - the documented answer (below, per front end) comes within the bound, or no answer at all
-//     where the uWS build hangs (stack.md §3; then the connection is closed by its idle timeout,
+//     where the uWS build hangs (measured on the Node 24 build, ABI 137; then the connection is closed by its idle timeout,
 //     checked once at the end for all such shapes), and the daemon keeps serving others.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import type net from 'node:net';
 import { startLenientUpstream, strictFramingProblems, sendRaw, closedWithin, type LenientUpstream } from '../support/lenient-upstream';
@@ -82,32 +83,34 @@ const SHAPES: Shape[] = [
   {
     name: 'obs-fold: Transfer-Encoding hidden on a continuation line',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nX-Folded: a\r\n Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
-    expect: { uws: 'noReply', node: { refused: [400] } },
+    expect: { uws: { refused: [400] }, node: { refused: [400] } },
   },
   {
     name: 'obs-fold: a folded header value',
     bytes: `GET ${CM} HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n`,
-    expect: { uws: 'noReply', node: { refused: [400] } },
+    expect: { uws: { refused: [400] }, node: { refused: [400] } },
   },
   {
     name: 'bare LF inside a header value (hiding X-Remote-User)',
     bytes: `GET ${CM} HTTP/1.1\r\nHost: x\r\nX-A: a\nX-Remote-User: system:admin\r\n\r\n`,
-    expect: { uws: 'noReply', node: { refused: [400] } },
+    expect: { uws: { refused: [400] }, node: { refused: [400] } },
   },
   {
     name: 'bare CR inside a header value (hiding X-Remote-User)',
     bytes: `GET ${CM} HTTP/1.1\r\nHost: x\r\nX-A: a\rX-Remote-User: system:admin\r\n\r\n`,
+    // The Node 24 uWS build (ABI 137) answers 400 to every other malformed line here; this one it
+    // still leaves unanswered until its idle timeout (measured). Nothing is forwarded.
     expect: { uws: 'noReply', node: { refused: [400] } },
   },
   {
     name: 'NUL inside a header value',
     bytes: `GET ${CM} HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n`,
-    expect: { uws: 'noReply', node: { refused: [400] } },
+    expect: { uws: { refused: [400] }, node: { refused: [400] } },
   },
   {
     name: 'whitespace between a field name and its colon ("Transfer-Encoding : chunked")',
     bytes: `POST ${CM} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n`,
-    expect: { uws: 'noReply', node: { refused: [400] } },
+    expect: { uws: { refused: [400] }, node: { refused: [400] } },
   },
   {
     name: 'Transfer-Encoding that is not exactly chunked ("xchunked")',
@@ -146,7 +149,7 @@ const SHAPES: Shape[] = [
   },
 ];
 
-for (const frontend of ['uws', 'node'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`request smuggling shapes on the ${frontend} front end (lenient upstream records the bytes)`, () => {
     let up: LenientUpstream;
     let d: Daemon;

@@ -9,6 +9,7 @@
 // The property checked is on those bytes: no client-supplied X-Remote-* ever arrives, and the
 // smuggled request is never forwarded as a request of its own.
 import { describe, test, before, after } from 'node:test';
+import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,7 +27,7 @@ const SMUGGLED = 'GET /api/v1/namespaces/kube-system/secrets HTTP/1.1\r\nHost: x
 /** Every byte the upstream received, across its connections, as one latin1 string. */
 const allBytes = (up: LenientUpstream) => up.raw.filter(Boolean).map((b) => b.toString('latin1')).join('\n');
 
-for (const frontend of ['node', 'uws'] as const) {
+for (const frontend of FRONTENDS) {
   describe(`request smuggled behind a refused upgrade (${frontend} front end)`, () => {
     let up: LenientUpstream;
     let d: Daemon;
@@ -52,20 +53,19 @@ for (const frontend of ['node', 'uws'] as const) {
           const r = await sendRaw(d.clientPort, bytes, { gapMs: 300, waitMs: 800 });
           const seen = allBytes(up);
           assert.doesNotMatch(seen, /x-remote-(user|group)/i, `client identity headers reached the apiserver:\n${seen}`);
-          if (frontend === 'node') {
-            // The upgrade is one request; the refusal is relayed and the connection closes.
+          // The upgrade is one request; the refusal is relayed and the connection closes. The uWS
+          // front end (a WebSocket bridge: uws-websocket.ts) closes a connection that sends bytes
+          // while its upgrade is pending without any answer (measured): safe too.
+          if (frontend === 'uws' && variant === 'pipelined' && r.status === 0) assert.ok(r.closed, 'closed');
+          else {
             assert.equal(r.status, status, r.out);
             assert.match(r.out, /\r\nconnection: close\r\n/i);
-            assert.ok(r.closed, 'the client connection is closed after a refused upgrade');
             assert.equal((r.out.match(/HTTP\/1\.1 /g) ?? []).length, 1, `one answer only:\n${r.out}`);
-            assert.doesNotMatch(seen, /kube-system\/secrets/, 'the smuggled request was forwarded');
-            assert.equal(up.appRequests().length, 1, 'exactly one request (the upgrade) reached the apiserver');
-          } else {
-            // This front end refuses upgrades itself; a request pipelined behind is an ordinary request
-            // under the header rules (its identity headers stripped), never raw bytes.
-            assert.equal(r.status, 400, r.out);
-            for (const q of up.appRequests()) assert.doesNotMatch(q.head, /x-remote-/i);
           }
+          assert.ok(r.closed, 'the client connection is closed after a refused upgrade');
+          assert.doesNotMatch(seen, /kube-system\/secrets/, 'the smuggled request was forwarded');
+          if (r.status === 0) assert.ok(up.appRequests().length <= 1, 'at most the upgrade request reached the apiserver');
+          else assert.equal(up.appRequests().length, 1, 'exactly one request (the upgrade) reached the apiserver');
         });
       }
     }
@@ -76,10 +76,6 @@ for (const frontend of ['node', 'uws'] as const) {
       const r = await sendRaw(d.clientPort, upgradeHead('X-Remote-User: system:admin\r\nX-Remote-Group: system:masters\r\nAuthorization: Bearer t0k3n\r\nImpersonate-User: jane\r\nImpersonate-Group: devs\r\n'), { waitMs: 600 });
       const seen = allBytes(up);
       assert.doesNotMatch(seen, /x-remote-/i);
-      if (frontend === 'uws') {
-        assert.equal(r.status, 400);
-        return;
-      }
       assert.equal(r.status, 403);
       const [q] = up.appRequests();
       assert.match(q.head, /\r\nauthorization: Bearer t0k3n\r\n/i);
@@ -102,7 +98,7 @@ for (const frontend of ['node', 'uws'] as const) {
         const r = await sendRaw(d.clientPort, bytes, { waitMs: 600 });
         const seen = allBytes(up);
         assert.doesNotMatch(seen, /x-remote-/i, `${name}: identity headers reached the apiserver`);
-        // On uWS (which refuses every upgrade itself) a pipelined request is parsed as the next request,
+        // On uWS (which refuses every upgrade but WebSocket itself) a pipelined request may be parsed as the next request,
         // under the header rules; on node the connection closes after the refusal.
         if (frontend === 'node') assert.doesNotMatch(seen, /kube-system\/secrets/, `${name}: the smuggled request was forwarded`);
         // Refused with a 4xx/5xx (or, for CONNECT on node, the connection dropped): never a 101 or a 2xx.

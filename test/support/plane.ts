@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startPlane, type Plane, type PlaneOptions } from '../../src/demo/topology';
-import type { Frontend } from '../../src/config/types';
+import type { FrontendSetting } from '../../src/config/types';
 
 export const OLD = 'apiserver-old'; // v1.33
 export const NEW = 'apiserver-new'; // v1.37
 
-export async function twoVersionPlane(frontend: Frontend, extra: Partial<PlaneOptions> = {}): Promise<Plane & { tmp: string }> {
+export async function twoVersionPlane(frontend: FrontendSetting, extra: Partial<PlaneOptions> = {}): Promise<Plane & { tmp: string }> {
   const tmp = mkdtempSync(join(tmpdir(), 'mvproxy-test-'));
   const plane = await startPlane({
     dir: join(tmp, 'pki'),

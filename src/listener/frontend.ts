@@ -1,0 +1,57 @@
+// Which front end serves the client listener (--frontend=auto|uws|node).
+//
+// uWebSockets.js is the faster one, but which build loads depends on the runtime: uwebsockets@3.0.6
+// carries one binary per Node ABI, and the Node 22/24 ones (ABI 127/137/141) need glibc ≥ 2.38
+// (Debian 13 and newer distributions; stack.md §0). Only those builds expose the verified client
+// certificate (`HttpResponse.getX509Certificate`). So:
+// - auto (default): uWS when its binary loads *and* can serve this configuration, else node:https;
+//   the reason is logged once and carried by mvproxy_build_info;
+// - uws: the same checks, but a configuration uWS cannot serve is an error (exit 2), never a silent
+//   downgrade of a client-certificate user to anonymous;
+// - node: always node:http/https (also the one that carries SPDY upgrades and HTTP/2).
+
+import type { loadUWS as LoadUWS } from './uws';
+
+export type FrontendSetting = 'auto' | 'uws' | 'node';
+export type ServingFrontend = 'uws' | 'node';
+
+type UWS = typeof import('uwebsockets');
+
+/** What the client listener must be able to do for this configuration. */
+export interface FrontendNeeds {
+  /** --client-ca-file: verified client certificates forwarded as front-proxy identity. */
+  clientCertificates: boolean;
+}
+
+export type FrontendChoice = { frontend: 'uws'; uws: UWS; reason: string } | { frontend: 'node'; reason: string } | { error: string };
+
+/** The first Node ABI whose uWS binary in uwebsockets@3.0.6 has getX509Certificate (Node 22). */
+const FIRST_ABI_WITH_CLIENT_CERTIFICATES = 127;
+
+/** `abi`: the Node ABI of the loaded binary (this process's; a parameter for tests). */
+export function chooseFrontend(setting: FrontendSetting, needs: FrontendNeeds, load: () => ReturnType<typeof LoadUWS>, abi = Number(process.versions.modules)): FrontendChoice {
+  if (setting === 'node') return { frontend: 'node', reason: '--frontend=node' };
+  const loaded = load();
+  let why: string | undefined;
+  if ('error' in loaded) why = `uWebSockets.js cannot load on this runtime (Node ${process.version}, ABI ${abi}): ${firstLine(loaded.error.message)}`;
+  else if (needs.clientCertificates && !uwsReadsClientCertificates(abi)) {
+    why = `--client-ca-file needs client certificates, which the uWebSockets.js build for Node ABI ${abi} cannot read (builds for Node 22+ on glibc >= 2.38 can)`;
+  }
+  if (why !== undefined) {
+    if (setting === 'uws') return { error: `--frontend=uws cannot serve this configuration: ${why}; use --frontend=node or --frontend=auto` };
+    return { frontend: 'node', reason: why };
+  }
+  const uws = (loaded as { uws: UWS }).uws;
+  return { frontend: 'uws', uws, reason: `uWebSockets.js loaded (Node ${process.version}, ABI ${abi}${needs.clientCertificates ? ', client certificates readable' : ''})` };
+}
+
+export function uwsReadsClientCertificates(abi = Number(process.versions.modules)): boolean {
+  return abi >= FIRST_ABI_WITH_CLIENT_CERTIFICATES;
+}
+
+/** uws.js wraps the dlopen error in a long paragraph; its last line names the missing symbol or file. */
+function firstLine(message: string): string {
+  const lines = message.split('\n').map((l) => l.trim()).filter(Boolean);
+  const specific = lines.find((l) => /GLIBC|cannot open|No such file|not found/i.test(l));
+  return specific ?? lines[0] ?? message;
+}

@@ -1,0 +1,165 @@
+// The uWS front end's WebSocket route: a client's WebSocket upgrade is held (uWS lets the upgrade
+// handler answer later) while mvproxy opens the upstream WebSocket under the header rules
+// (upstream/websocket.ts); only when the upstream switched does uWS accept the client's upgrade.
+// Then messages are bridged with backpressure both ways. Everything the handler needs is read
+// from the HttpRequest synchronously (uWS frees it when the handler returns).
+
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uwebsockets';
+import type { WebSocket as WsClient } from 'ws';
+import { openUpstreamWebSocket, sendableCloseCode, HIGH_WATER, LOW_WATER, MAX_BUFFERED, type WebSocketTarget, type WebSocketUpgradeRequest } from '../upstream/websocket';
+import { errorResponse } from '../respond/error';
+import type { ErrorCode } from '../upstream/errors';
+import type { Identity } from '../upstream/headers';
+import type { ListenerState } from './exchange';
+
+interface Bridge {
+  upstream: WsClient;
+  /** Client → upstream bytes handed to the ws client and not yet written to its socket. */
+  pendingUp: number;
+  clientPaused: boolean;
+  upstreamPaused: boolean;
+  closed: boolean;
+}
+
+/** The pieces of the listener this route reads (through the holder: see uws.ts routeAll). */
+export interface WebSocketRouteHolder {
+  readonly state: ListenerState;
+  webSocket: WebSocketTarget | null;
+  /** The user of the connection's verified client certificate, if the listener reads them. */
+  identityOf(res: HttpResponse): Identity | undefined;
+}
+
+export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder): void {
+  app.ws<Bridge>('/*', {
+    compression: 0, // uWS.DISABLED: messages pass through as the upstream sent them
+    maxPayloadLength: 64 * 1024 * 1024,
+    maxBackpressure: 64 * 1024 * 1024, // never drop: backpressure pauses the upstream at HIGH_WATER instead
+    idleTimeout: 0, // exec sessions sit idle for hours; the protocols above keep their own heartbeats
+    sendPingsAutomatically: false,
+    upgrade: (res, req, context) => {
+      const target = holder.webSocket;
+      const key = req.getHeader('sec-websocket-key');
+      const headers: string[] = [];
+      req.forEach((k, v) => {
+        headers.push(k, v);
+      });
+      const query = req.getQuery();
+      const upgrade: WebSocketUpgradeRequest = {
+        method: req.getCaseSensitiveMethod(),
+        url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+        headers,
+        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+        identity: holder.identityOf(res),
+      };
+      let aborted = false;
+      let abandon: (() => void) | null = null;
+      res.onAborted(() => {
+        aborted = true;
+        abandon?.();
+      });
+      if (target === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
+      if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
+      if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
+      abandon = openUpstreamWebSocket(upgrade, target, {
+        accept(protocol, upstream) {
+          if (aborted) return upstream.terminate();
+          const bridge: Bridge = { upstream, pendingUp: 0, clientPaused: false, upstreamPaused: false, closed: false };
+          res.cork(() => res.upgrade(bridge, key, protocol, '', context as us_socket_context_t));
+        },
+        refuse(status, head, body) {
+          if (aborted) return;
+          res.cork(() => {
+            res.writeStatus(`${status} ${STATUS_CODES[status] ?? 'Unknown'}`);
+            for (let i = 0; i < head.length; i += 2) {
+              const n = head[i].toLowerCase();
+              if (n !== 'date' && n !== 'content-length') res.writeHeader(head[i], head[i + 1]);
+            }
+            res.end(body, true);
+          });
+        },
+        fail(code) {
+          if (!aborted) answer(res, code);
+        },
+      });
+    },
+    open: (ws) => {
+      const b = ws.getUserData();
+      const up = b.upstream;
+      up.on('message', (data: Buffer, isBinary: boolean) => {
+        if (b.closed) return;
+        ws.send(data, isBinary);
+        if (!b.upstreamPaused && ws.getBufferedAmount() > HIGH_WATER) {
+          b.upstreamPaused = true;
+          up.pause();
+        }
+      });
+      up.on('close', (code: number, reason: Buffer) => {
+        if (b.closed) return;
+        b.closed = true;
+        ws.end(sendableCloseCode(code, 1011), reason);
+      });
+      up.on('error', () => {
+        if (b.closed) return;
+        b.closed = true;
+        ws.end(1011, 'upstream error');
+      });
+    },
+    message: (ws, message, isBinary) => {
+      const b = ws.getUserData();
+      if (b.closed) return;
+      const copy = Buffer.from(new Uint8Array(message)); // uWS neuters the ArrayBuffer after this callback
+      b.pendingUp += copy.length;
+      b.upstream.send(copy, { binary: isBinary }, () => {
+        b.pendingUp -= copy.length;
+        if (b.clientPaused && b.pendingUp < LOW_WATER && !b.closed) {
+          b.clientPaused = false;
+          (ws as WebSocket<Bridge> & { resume?(): void }).resume?.();
+        }
+      });
+      if (b.pendingUp > HIGH_WATER && !b.clientPaused) {
+        const pausable = ws as WebSocket<Bridge> & { pause?(): void };
+        if (pausable.pause) {
+          b.clientPaused = true;
+          pausable.pause();
+        } else if (b.pendingUp > MAX_BUFFERED) {
+          b.closed = true;
+          b.upstream.terminate();
+          ws.end(1009, 'upstream too slow');
+        }
+      }
+    },
+    drain: (ws) => {
+      const b = ws.getUserData();
+      if (b.upstreamPaused && ws.getBufferedAmount() < LOW_WATER) {
+        b.upstreamPaused = false;
+        b.upstream.resume();
+      }
+    },
+    close: (ws, code, message) => {
+      const b = ws.getUserData();
+      if (b.closed) return;
+      b.closed = true;
+      const up = b.upstream;
+      if (up.readyState === up.OPEN) up.close(sendableCloseCode(code, 1000), Buffer.from(new Uint8Array(message)));
+      else up.terminate();
+    },
+  });
+}
+
+function answer(res: HttpResponse, code: ErrorCode, message?: string): void {
+  const r = errorResponse(code, message);
+  res.cork(() => {
+    res.writeStatus(`${r.status} ${STATUS_CODES[r.status] ?? 'Unknown'}`);
+    for (let i = 0; i < r.headers.length; i += 2) res.writeHeader(r.headers[i], r.headers[i + 1]);
+    res.end(r.body, true);
+  });
+}
+
+function hasBody(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const n = headers[i];
+    if (n === 'transfer-encoding' || (n === 'content-length' && headers[i + 1].trim() !== '0')) return true;
+  }
+  return false;
+}

@@ -1,0 +1,141 @@
+// WebSocket upgrades on the uWebSockets.js front end (exec, attach, port-forward and cp of
+// kubectl >= 1.30; WebSocket watches). uWS terminates the client's WebSocket itself, so mvproxy
+// bridges two WebSockets message by message: client ⇄ uWS ⇄ mvproxy ⇄ ws client ⇄ apiserver.
+//
+// The same rule as the node front end's raw tunnel (upgrade.ts, issue 19): nothing reaches the
+// upstream except the upgrade request under the header rules until the upstream has answered
+// `101 Switching Protocols`. Only then is the client's upgrade accepted (with the sub-protocol the
+// upstream chose: v5.channel.k8s.io, …); any other answer is relayed to the client as an ordinary
+// response and its connection closed. Messages are forwarded whole, binary or text as sent, and
+// never parsed (the channel byte of the exec protocols passes through).
+//
+// Backpressure both ways:
+// - upstream → client: when uWS buffers more than HIGH_WATER for the client, the upstream socket is
+//   paused until uWS's drain brings it under LOW_WATER;
+// - client → upstream: when the ws client buffers more than HIGH_WATER for the upstream, the client
+//   connection stops being read (uWS WebSocket pause(), where the build has it) until the upstream
+//   socket drains; without pause() the client is closed with 1009 past MAX_BUFFERED rather than
+//   growing memory without bound.
+// Close codes are mirrored both ways (1005/1006, which may not be sent, become 1000/1011).
+
+import { WebSocket as WsClient } from 'ws';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { forwardRequestHeaders, responseHeadFrom, type Identity, type IdentityHeaderRules } from './headers';
+import type { TLSFiles } from './pools';
+
+/** Per-connection buffering that pauses the other side (bytes). */
+export const HIGH_WATER = 1024 * 1024;
+const LOW_WATER = 256 * 1024;
+/** Client → upstream bytes buffered before a client that cannot be paused is closed (1009). */
+const MAX_BUFFERED = 16 * 1024 * 1024;
+
+/** What the front end read from the client's upgrade request (synchronously, before any await). */
+export interface WebSocketUpgradeRequest {
+  method: string;
+  /** path?query, still percent-encoded */
+  url: string;
+  /** flat [name, value, ...], names lowercased, wire order */
+  headers: string[];
+  remoteAddress: string;
+  identity?: Identity;
+}
+
+export interface WebSocketTarget {
+  target: URL;
+  tls: TLSFiles | undefined;
+  identityRules?: IdentityHeaderRules;
+  /** The longest wait for the upstream's answer to the upgrade (--request-timeout): then 504. */
+  headTimeoutMs: number;
+}
+
+/** The two ends the front end drives once the upstream answered. */
+export interface BridgeCallbacks {
+  /** The upstream switched: accept the client's upgrade with this sub-protocol, then bridge. */
+  accept(protocol: string, upstream: WsClient): void;
+  /** The upstream answered without switching: relay this response, then close the client connection. */
+  refuse(status: number, headers: string[], body: Buffer): void;
+  /** No answer from the upstream (unreachable, TLS, timeout): mvproxy's own Status. */
+  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED'): void;
+}
+
+/** The headers the ws client must not be given: it writes its own handshake. */
+const HANDSHAKE = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol', 'connection', 'upgrade', 'host']);
+
+/** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
+export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocketTarget, cb: BridgeCallbacks): () => void {
+  const forwarded = forwardRequestHeaders(req.headers, { remoteAddress: req.remoteAddress, peerHop: false, identity: req.identity, identityRules: t.identityRules });
+  // Repeated fields stay separate lines (node:http writes an array value as one line each): the
+  // apiserver reads every X-Remote-Group / Impersonate-Group line as one group, never a joined list.
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i < forwarded.length; i += 2) {
+    const name = forwarded[i];
+    if (HANDSHAKE.has(name)) continue;
+    const prev = headers[name];
+    headers[name] = prev === undefined ? forwarded[i + 1] : Array.isArray(prev) ? [...prev, forwarded[i + 1]] : [prev, forwarded[i + 1]];
+  }
+  const protocols: string[] = [];
+  for (let i = 0; i < req.headers.length; i += 2) {
+    if (req.headers[i] === 'sec-websocket-protocol') for (const p of req.headers[i + 1].split(',')) if (p.trim()) protocols.push(p.trim());
+  }
+  const url = new URL(req.url, t.target);
+  url.protocol = t.target.protocol === 'https:' ? 'wss:' : 'ws:';
+  let settled = false;
+  const upstream = new WsClient(url, protocols, {
+    headers: headers as Record<string, string>, // arrays reach node:http as they are (ws copies the object)
+    perMessageDeflate: false, // messages pass through as they are; the client's extensions are not negotiated upstream
+    handshakeTimeout: t.headTimeoutMs,
+    maxPayload: 64 * 1024 * 1024,
+    ca: t.tls?.ca,
+    cert: t.tls?.cert,
+    key: t.tls?.key,
+    followRedirects: false,
+    ...({ servername: t.tls?.servername } as object), // passed on to tls.connect like ca/cert/key
+  });
+  upstream.on('open', () => {
+    if (settled) {
+      upstream.terminate();
+      return;
+    }
+    settled = true;
+    cb.accept(upstream.protocol, upstream);
+  });
+  upstream.on('unexpected-response', (_r: ClientRequest, res: IncomingMessage) => {
+    if (settled) {
+      res.destroy();
+      return;
+    }
+    settled = true;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      if ((size += c.length) <= 1024 * 1024) chunks.push(c);
+    });
+    res.on('end', () => {
+      const head = responseHeadFrom(res.rawHeaders);
+      cb.refuse(res.statusCode ?? 502, head.headers, Buffer.concat(chunks));
+    });
+    res.on('error', () => cb.fail('MVP_ERR_LOCAL_UNAVAILABLE'));
+  });
+  upstream.on('error', (err: Error) => {
+    if (settled) return;
+    settled = true;
+    // ws reports a bad 101 (wrong Sec-WebSocket-Accept, a sub-protocol not offered) as an Error
+    // whose message names it; a socket error carries a code (ECONNREFUSED, a TLS failure).
+    const code = (err as Error & { code?: string }).code;
+    cb.fail(/timed out/i.test(err.message) ? 'MVP_ERR_UPSTREAM_TIMEOUT' : code === undefined || code.startsWith('WS_ERR') ? 'MVP_ERR_UPGRADE_FAILED' : 'MVP_ERR_LOCAL_UNAVAILABLE');
+  });
+  return () => {
+    settled = true;
+    upstream.terminate();
+  };
+}
+
+/** A close code that may be sent in a Close frame (RFC 6455 §7.4): 1005/1006/1015 and out-of-range ones may not. */
+export function sendableCloseCode(code: number, fallback: number): number {
+  if (code === 1005) return 1000;
+  if (code === 1006 || code === 1015) return fallback;
+  if ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999)) return code;
+  return fallback;
+}
+
+export { LOW_WATER, MAX_BUFFERED };
