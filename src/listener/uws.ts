@@ -70,7 +70,11 @@ export class UwsResponse implements ClientResponse {
 
   /** Whether the connection closes after this response (ClientResponse contract). */
   private closing(): boolean {
-    return this.closeAfter || this.requestBodyPending || this.state.draining || hasConnectionClose(this.head!.headers);
+    // An unread request body closes the connection only on a build whose pause() stops the body (a
+    // paused socket never reads again). The Node 24 build never pauses: it reads and drops the rest
+    // of the body after the answer, and closing instead reset the connection under the client's
+    // upload, which then lost the answer (an early 401 never arrived: measured).
+    return this.closeAfter || (this.requestBodyPending && PAUSE_THROTTLES_BODY) || this.state.draining || hasConnectionClose(this.head!.headers);
   }
 
   /** Set when the connection must close after this response whatever it says (a refused upgrade). */
@@ -115,6 +119,7 @@ export class UwsResponse implements ClientResponse {
   write(chunk: Buffer): boolean {
     if (this.aborted || this.done) return true;
     let ok = true;
+    if (!TRYEND_STREAMS_RELIABLY && !this.headWritten && chunk.length < this.head!.contentLength) this.head = { ...this.head!, contentLength: -1 };
     const total = this.head!.contentLength;
     this.res.cork(() => {
       if (total >= 0 && (this.headWritten ? this.res.getWriteOffset() : 0) + chunk.length >= total && this.closing()) {
@@ -278,6 +283,7 @@ class UwsExchange implements Exchange {
     if (this.refusal !== undefined) {
       // No body stream: the bytes after the head cannot be framed, and the answer closes the connection.
       this.res.requestBodyPending = true;
+      this.res.closeAfter = true;
     } else if (hasBody) {
       this.res.requestBodyPending = true;
       this.body = bodyStream(res, this.res);
@@ -294,7 +300,17 @@ class UwsExchange implements Exchange {
  * and waits in memory for a slower upstream (README "Limitations"; kube-apiserver itself refuses
  * bodies over 3 MiB). The Node 20 build (ABI 115) throttled correctly.
  */
-const PAUSE_THROTTLES_BODY = !uwsReadsClientCertificates();
+const NODE24_BUILD = uwsReadsClientCertificates();
+const PAUSE_THROTTLES_BODY = !NODE24_BUILD;
+
+/**
+ * Whether a known-length body may be streamed with tryEnd(chunk, total) over many chunks. Measured
+ * on the Node 24 build: a 100 MiB Content-Length download to a client that stalls first stalled
+ * for good about once in 30 (the same stream sent chunked: 60 of 60 whole). So on that build a
+ * body that does not arrive in one piece goes out chunked (its Content-Length dropped, as Go's
+ * proxy does for bodies it streams); one that does is still sent whole with its length.
+ */
+const TRYEND_STREAMS_RELIABLY = !NODE24_BUILD;
 
 /** The request body as a Readable, with backpressure where this uWS build can pause reading. */
 function bodyStream(res: HttpResponse, out: UwsResponse): Readable {

@@ -120,7 +120,8 @@ for (const frontend of FRONTENDS) {
         await judgeMemory(t, daemon, async () => {
           const res = await request(`${base}/api/v1/namespaces/default/configmaps/big${kind === 'chunked' ? '-chunked' : ''}`, { headersTimeout: 60_000, bodyTimeout: 60_000 });
           assert.equal(res.statusCode, 200);
-          if (kind === 'content-length') assert.equal(res.headers['content-length'], String(TOTAL));
+          // The uWS Node 24 build streams a body that arrives in pieces chunked (uws.ts TRYEND_STREAMS_RELIABLY).
+          if (kind === 'content-length') assert.equal(res.headers['content-length'], frontend === 'uws' ? undefined : String(TOTAL));
           await sleep(500); // stall: the proxy must stop reading from the upstream, not buffer
           const h = createHash('sha256');
           let bytes = 0;
