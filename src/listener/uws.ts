@@ -307,8 +307,8 @@ const PAUSE_THROTTLES_BODY = !NODE24_BUILD;
  * Whether a known-length body may be streamed with tryEnd(chunk, total) over many chunks. Measured
  * on the Node 24 build: a 100 MiB Content-Length download to a client that stalls first stalled
  * for good about once in 30 (the same stream sent chunked: 60 of 60 whole). So on that build a
- * body that does not arrive in one piece goes out chunked (its Content-Length dropped, as Go's
- * proxy does for bodies it streams); one that does is still sent whole with its length.
+ * body that does not arrive in one piece goes out chunked (its Content-Length dropped; HTTP/1.1
+ * clients read either framing); one that does is still sent whole with its length.
  */
 const TRYEND_STREAMS_RELIABLY = !NODE24_BUILD;
 
