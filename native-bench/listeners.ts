@@ -227,7 +227,7 @@ async function orchestrate(): Promise<void> {
     pools.push(local);
     peerPools.push(peers);
     // legacyDiscoveryFix: the daemon's default; it only concerns discovery paths, not this GET.
-    return new ProxyHandler({ local, peers, routes, proxyEnabled: true, legacyDiscoveryFix: true, requestTimeoutMs: 60_000, metrics, log: silentLogger });
+    return new ProxyHandler({ local, localPlain: local, peers, routes, proxyEnabled: true, legacyDiscoveryFix: true, requestTimeoutMs: 60_000, metrics, log: silentLogger });
   };
 
   const listeners: RunningListener[] = [];

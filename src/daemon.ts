@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type DaemonConfig, isLoopback } from './config/types';
 import { createPool, PeerPools, PEER_SERVER_NAME, type TLSFiles } from './upstream/pools';
-import { IdentityHeaderRules } from './upstream/headers';
+import { IdentityHeaderRules, ownPeerIdentityHeaders } from './upstream/headers';
 import { RouteTableHolder } from './routing/holder';
 import { ProxyHandler, writeStatus } from './proxy/handler';
 import { DiscoverySync } from './discovery/sync';
@@ -89,27 +89,33 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // Reloadable: a new --local-apiserver-ca-file (or proxy client pair) makes a new pool, the old one drains.
   const localPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS }));
   const local: Dispatcher = localPool;
+  // The same apiserver without the client certificate: requests with no front-proxy identity
+  // (bearer tokens, anonymous, mvproxy's own token) must reach it as they would directly (carriesIdentity).
+  const localPlainPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS && { ca: localTLS.ca, servername: localTLS.servername } }));
+  const localPlain: Dispatcher = localPlainPool;
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
   const routes = new RouteTableHolder();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
   const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
-  const handler = new ProxyHandler({ local, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
+  const handler = new ProxyHandler({ local, localPlain, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
 
   // mvproxy's own calls to the local apiserver (discovery, CRD lists, identity Leases) carry its token; clients' requests never do.
   const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
   token?.start();
-  const ownLocal = token ? withBearerToken(local, () => token.current) : local;
+  const ownLocal = token ? withBearerToken(localPlain, () => token.current) : localPlain;
   // Membership (static list or identity Leases) and peer health; started once the peer listener is up.
+  const peerIdentityHeaders = ownPeerIdentityHeaders(identityRules);
   const peering = proxyEnabled
-    ? new Peering({ config, local: ownLocal, peerPools, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void sync.refresh(); }, onReachabilityChange: () => sync.republish() })
+    ? new Peering({ config, local: ownLocal, peerPools, peerIdentityHeaders, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void sync.refresh(); }, onReachabilityChange: () => sync.republish() })
     : undefined;
   peering?.load();
   const sync = new DiscoverySync({
     localID: config.serverID,
     local: ownLocal,
     peerPools,
+    peerIdentityHeaders,
     routes,
     peers: () => peering?.peers() ?? [],
     peerReachable: (id) => peering?.reachable(id) ?? true,
@@ -214,7 +220,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   addPeerChecks(peering?.peers() ?? []);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
-  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: localPool, localTLS });
+  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: [localPool, localPlainPool], localTLS });
   const ops = await listenOps({ address: config.metricsBindAddress, metrics, health });
 
   // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.

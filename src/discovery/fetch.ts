@@ -29,6 +29,8 @@ export class DiscoveryFetchError extends Error {
 export interface FetchOptions {
   /** Sent through a peer listener: mark the one hop so the peer serves it from its own apiserver. */
   peerHop: boolean;
+  /** Identity headers of mvproxy's own peer requests (ownPeerIdentityHeaders); only with peerHop. */
+  identityHeaders?: Record<string, string>;
   /** The previous result for this path, for If-None-Match. */
   previous?: FetchedDocument;
   timeoutMs: number;
@@ -36,7 +38,7 @@ export interface FetchOptions {
 
 export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' | '/apis', o: FetchOptions): Promise<FetchedDocument> {
   const headers: Record<string, string> = { accept: DISCOVERY_ACCEPT_NOPEER, 'user-agent': 'mvproxy-discovery' };
-  if (o.peerHop) headers[PeerProxiedHeader] = 'true';
+  if (o.peerHop) Object.assign(headers, o.identityHeaders, { [PeerProxiedHeader]: 'true' });
   if (o.previous?.etag) headers['if-none-match'] = o.previous.etag;
   let res: Dispatcher.ResponseData;
   try {

@@ -30,6 +30,8 @@ export interface PeerEndpoint {
 export interface DiscoverySyncOptions {
   local: Dispatcher;
   peerPools: PeerPools;
+  /** Identity headers sent with peer fetches (ownPeerIdentityHeaders). */
+  peerIdentityHeaders?: Record<string, string>;
   routes: RouteTableHolder;
   /** This server's ID (takes part in the merge order, spec §5.4). */
   localID: string;
@@ -194,8 +196,8 @@ export class DiscoverySync {
   private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean): Promise<ServerView | undefined> {
     try {
       const [api, apis] = await Promise.all([
-        fetchDiscoveryDocument(upstream, '/api', { peerHop, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs }),
-        fetchDiscoveryDocument(upstream, '/apis', { peerHop, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs }),
+        fetchDiscoveryDocument(upstream, '/api', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs }),
+        fetchDiscoveryDocument(upstream, '/apis', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs }),
       ]);
       if (peer) {
         if (!prev?.up) this.o.log.info(2, 'peer discovery fetched', { peer: peer.id, address: peer.address });

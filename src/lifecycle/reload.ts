@@ -19,8 +19,8 @@ export interface CertReloadTargets {
   /** The node front end's client listener, when it serves TLS. */
   clientServer?: https.Server;
   frontend: Frontend;
-  /** The local apiserver pool and its TLS material (mutated in place: upgrade tunnels read it too). */
-  local?: ReloadablePool;
+  /** The local apiserver pools (with and without the client certificate) and their TLS material (mutated in place: upgrade tunnels read it too). */
+  local?: ReloadablePool[];
   localTLS?: TLSFiles;
   resyncMs?: number;
 }
@@ -64,7 +64,7 @@ export function startCertReload(t: CertReloadTargets): { stop(): void } {
       caFile: c.localAPIServerCAFile,
       apply: (m) => {
         Object.assign(tls, { ca: m.ca, ...(tls.cert ? { cert: m.cert, key: m.key } : {}) });
-        local.swap();
+        for (const p of local) p.swap();
       },
     });
   }

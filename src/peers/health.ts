@@ -29,6 +29,8 @@ export const PROBE_PATH = '/readyz';
 export interface PeerHealthOptions {
   peers(): readonly PeerEndpoint[];
   pools: PeerPools;
+  /** Identity headers sent with each probe (ownPeerIdentityHeaders). */
+  identityHeaders?: Record<string, string>;
   intervalMs: number;
   /** Per probe; default: the interval, at least 1 s, at most 5 s. */
   timeoutMs?: number;
@@ -119,7 +121,7 @@ export class PeerHealth {
       const res = await this.o.pools.get(p.address).request({
         path: PROBE_PATH,
         method: 'GET',
-        headers: { [PeerProxiedHeader]: 'true', accept: 'text/plain', 'user-agent': 'mvproxy-peer-probe' },
+        headers: { ...this.o.identityHeaders, [PeerProxiedHeader]: 'true', accept: 'text/plain', 'user-agent': 'mvproxy-peer-probe' },
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
         signal: AbortSignal.timeout(this.timeoutMs),

@@ -20,6 +20,8 @@ export interface PeeringOptions {
   /** The local apiserver for mvproxy's own calls (with --local-apiserver-token-file's token). */
   local: Dispatcher;
   peerPools: PeerPools;
+  /** Identity headers of the health probes (ownPeerIdentityHeaders). */
+  peerIdentityHeaders?: Record<string, string>;
   metrics: Metrics;
   log: Logger;
   /** The peer list changed (a peer came, left, restarted, moved, expired). */
@@ -75,6 +77,7 @@ export class Peering {
     this.health = new PeerHealth({
       peers: () => m.peers().filter((p) => m.live(p.id)),
       pools: this.o.peerPools,
+      identityHeaders: this.o.peerIdentityHeaders,
       intervalMs: c.peerProbeIntervalMs,
       metrics: this.o.metrics,
       log: this.o.log,

@@ -15,7 +15,7 @@ import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import type { RouteTableHolder } from '../routing/holder';
 import { forward, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
-import { forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
+import { carriesIdentity, forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
 import { STATUS_CONTENT_TYPE } from '../respond/status';
@@ -24,7 +24,10 @@ import { type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION, PROXY_ERROR_
 import type { Logger } from '../observability/log';
 
 export interface ProxyHandlerOptions {
+  /** The local apiserver, presenting the front-proxy client certificate: for requests with identity headers. */
   local: Dispatcher;
+  /** The local apiserver without a client certificate: for every other request (carriesIdentity). */
+  localPlain: Dispatcher;
   peers: PeerPools;
   routes: RouteTableHolder;
   /** Feature gate UnknownVersionInteroperabilityProxy on and --peer-ca-file given; else a transparent proxy. */
@@ -161,12 +164,13 @@ export class ProxyHandler {
     const longRunning = ri !== undefined && isLongRunning(ri);
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
-    h = forward(ex, this.o.local, {
-      // From the peer listener the source's x-kubernetes-peer-proxied: true passes on unchanged, so
-      // the local apiserver (if it runs the in-tree filter too) also serves it locally; so do the
-      // identity headers the source mvproxy wrote (the peer connection is verified), re-sent with
-      // this node's proxy client certificate.
-      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false, identityRules: this.o.identityRules, identity: ex.identity, trustIdentityHeaders: fromPeer }),
+    // From the peer listener the source's x-kubernetes-peer-proxied: true passes on unchanged, so
+    // the local apiserver (if it runs the in-tree filter too) also serves it locally; so do the
+    // identity headers the source mvproxy wrote (the peer connection is verified), re-sent with
+    // this node's proxy client certificate.
+    const headers = forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: false, identityRules: this.o.identityRules, identity: ex.identity, trustIdentityHeaders: fromPeer });
+    h = forward(ex, carriesIdentity(headers, this.o.identityRules) ? this.o.local : this.o.localPlain, {
+      headers,
       longRunning,
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
       onDone: (status) => {

@@ -57,6 +57,32 @@ export class IdentityHeaderRules {
 const DEFAULT_IDENTITY_RULES = new IdentityHeaderRules();
 
 /**
+ * The identity of mvproxy's own requests to peers (discovery fetches, health probes), as in-tree
+ * peer discovery sends them (spec §4.4): user system:apiserver, group system:authenticated, so the
+ * peer's apiserver authorizes them by its system:discovery binding. Without an identity the peer's
+ * apiserver answered 401 (the front-proxy certificate with no user header, see carriesIdentity).
+ */
+export function ownPeerIdentityHeaders(rules: IdentityHeaderRules = DEFAULT_IDENTITY_RULES): Record<string, string> {
+  return { [rules.userHeader]: 'system:apiserver', [rules.groupHeader]: 'system:authenticated' };
+}
+
+/**
+ * Whether an upstream request to the local apiserver presents the front-proxy client certificate
+ * (--proxy-client-cert-file): only when it carries front-proxy identity headers. kube-apiserver's
+ * x509 authenticator does not skip a client certificate its --client-ca-file did not sign, it
+ * fails, and a failed authenticator is a 401 even with anonymous auth on; the request-header
+ * authenticator before it returns "no user" when the certificate is good but the user header is
+ * missing. So a client with no credentials, sent with the certificate, got 401 "Unauthorized"
+ * where the apiserver alone answers as system:anonymous (measured against v1.34.4 and v1.37.2,
+ * test/kube/identity.test.ts). Without the certificate, bearer tokens and anonymous requests are
+ * judged exactly as if they had reached the apiserver directly.
+ */
+export function carriesIdentity(headers: readonly string[], rules: IdentityHeaderRules = DEFAULT_IDENTITY_RULES): boolean {
+  for (let i = 0; i < headers.length; i += 2) if (rules.isIdentityHeader(headers[i]!)) return true;
+  return false;
+}
+
+/**
  * The user of a verified client certificate, as kube-apiserver's x509 authenticator reads it
  * (k8s.io/apiserver x509 CommonNameUserConversion): user = CN, groups = every O. No CN: no user
  * (the request may still carry a token). `subject` as node:tls reports it (a repeated field is an array).

@@ -86,8 +86,8 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
     handshakeTimeout: t.headTimeoutMs,
     maxPayload: 64 * 1024 * 1024,
     ca: t.tls?.ca,
-    cert: t.tls?.cert,
-    key: t.tls?.key,
+    // The front-proxy certificate only with identity headers (carriesIdentity says why).
+    ...(req.identity ? { cert: t.tls?.cert, key: t.tls?.key } : {}),
     followRedirects: false,
     ...({ servername: t.tls?.servername } as object), // passed on to tls.connect like ca/cert/key
   });

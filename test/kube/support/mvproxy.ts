@@ -1,0 +1,104 @@
+// One mvproxy beside each real apiserver, run as the real CLI (tsx), peered over mutual TLS with the
+// kubeadm-style PKI of the plane. The uWS front end runs on the glibc 2.41 Node of
+// scripts/node-glibc.sh when this machine's glibc cannot load it (as npm test's lane 2).
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../../support/child-daemon';
+import type { KubeControlPlane } from './control-plane';
+import { freePort, httpsGet, startProcess, waitFor, type Proc } from './processes';
+
+export type Frontend = 'node' | 'uws';
+
+export interface Member {
+  name: string;
+  /** The client listener, https://127.0.0.1:port. */
+  url: string;
+  metricsURL: string;
+  peerPort: number;
+  proc: Proc;
+  stop(): Promise<void>;
+}
+
+export interface MvproxyOptions {
+  frontend: Frontend;
+  peerDiscovery?: 'static' | 'lease';
+  extraArgs?: string[];
+}
+
+let glibcNode: string | null | undefined;
+/** The Node that loads uWS here (this one on glibc >= 2.38), or null with the reason logged once. */
+export function uwsNode(): string | null {
+  if (glibcNode !== undefined) return glibcNode;
+  const glibc = execFileSync('ldd', ['--version'], { encoding: 'utf8' }).split('\n')[0]!.match(/(\d+\.\d+)$/)?.[1] ?? '0';
+  const [maj, min] = glibc.split('.').map(Number) as [number, number];
+  if (maj > 2 || (maj === 2 && min >= 38)) return (glibcNode = process.execPath);
+  try {
+    glibcNode = execFileSync(join(ROOT, 'scripts', 'node-glibc.sh'), { encoding: 'utf8' }).trim() || null;
+  } catch {
+    glibcNode = null;
+  }
+  return glibcNode;
+}
+
+export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions): Promise<Member[]> {
+  const node = o.frontend === 'uws' ? uwsNode() : process.execPath;
+  if (!node) throw new Error('no Node that loads uWebSockets.js here (scripts/node-glibc.sh failed)');
+  const ports = await Promise.all(plane.apiservers.map(async () => ({ client: await freePort(), peer: await freePort(), metrics: await freePort() })));
+  const ids = plane.apiservers.map((a) => `mvproxy-${a.name}`);
+  const pki = plane.pki;
+  const members: Member[] = [];
+  try {
+    for (const [i, a] of plane.apiservers.entries()) {
+      const p = ports[i]!;
+      const peers = o.peerDiscovery === 'lease' ? ['--peer-discovery=lease', '--identity-lease-duration-seconds=10'] : ids.flatMap((id, j) => (j === i ? [] : [`--static-peers=${id}=127.0.0.1:${ports[j]!.peer}`]));
+      const args = [
+        '--import', 'tsx', join(ROOT, 'src', 'main.ts'),
+        `--frontend=${o.frontend}`,
+        `--server-id=${ids[i]}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${p.client}`,
+        `--tls-cert-file=${pki.apiserverCert}`,
+        `--tls-private-key-file=${pki.apiserverKey}`,
+        `--client-ca-file=${pki.caFile}`,
+        '--peer-bind-address=127.0.0.1',
+        `--peer-port=${p.peer}`,
+        '--advertise-address=127.0.0.1',
+        `--local-apiserver=${a.url}`,
+        `--local-apiserver-ca-file=${pki.caFile}`,
+        `--local-apiserver-token-file=${pki.mvproxyTokenFile}`,
+        `--peer-ca-file=${pki.caFile}`,
+        `--proxy-client-cert-file=${pki.proxyClientCert}`,
+        `--proxy-client-key-file=${pki.proxyClientKey}`,
+        `--requestheader-client-ca-file=${pki.frontProxyCAFile}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        `--metrics-bind-address=127.0.0.1:${p.metrics}`,
+        // Discovery changes (a CRD, a restarted peer) show within seconds in tests.
+        '--discovery-refresh-interval=2s',
+        '--peer-probe-interval=1s',
+        '--shutdown-drain-timeout=2s',
+        ...peers,
+        ...(o.extraArgs ?? []),
+      ];
+      const proc = startProcess(`${ids[i]}-${o.frontend}`, node, args, plane.dir, { NODE_OPTIONS: '' });
+      const url = `https://127.0.0.1:${p.client}`;
+      const metricsURL = `http://127.0.0.1:${p.metrics}`;
+      members.push({ name: ids[i]!, url, metricsURL, peerPort: p.peer, proc, stop: async () => void (await proc.stop(10_000)) });
+      await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
+    }
+    // Ready means: every member has published a discovery snapshot merged from all members (its log
+    // says so at the default verbosity); before that a peer-only kind would be the local 404.
+    for (const m of members) {
+      await waitFor(() => `${m.name} merged the discovery of all ${members.length} members`, async () => new RegExp(`"msg":"discovery snapshot published".*"servers":${members.length},`).test(m.proc.log()), 30_000, m.proc);
+    }
+    return members;
+  } catch (e) {
+    await Promise.all(members.map((m) => m.stop()));
+    throw e;
+  }
+}
+
+/** GET through a member as the plane's admin. */
+export function adminGet(plane: KubeControlPlane, base: string, path: string, headers: Record<string, string> = {}) {
+  return httpsGet(base + path, { ca: readFileSync(plane.pki.caFile, 'utf8'), cert: plane.admin.cert, key: plane.admin.key }, headers);
+}

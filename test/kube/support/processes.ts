@@ -1,0 +1,130 @@
+// Child processes of the real control plane (etcd, kube-apiservers, mvproxies, fake clients): each
+// logs to a file of its own (printed when a test fails), and every one still running is killed when
+// the test process exits, however it exits, so a failed run leaves nothing listening.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import https from 'node:https';
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    for (const p of running) p.kill('SIGKILL');
+    process.exit(130);
+  });
+}
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  logFile: string;
+  log(): string;
+  /** SIGTERM, then SIGKILL after graceMs; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
+  exited(): boolean;
+}
+
+export function startProcess(name: string, bin: string, args: string[], dir: string, env: NodeJS.ProcessEnv = {}): Proc {
+  const logFile = join(dir, `${name}.log`);
+  const out = createWriteStream(logFile);
+  const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.pipe(out, { end: false });
+  child.stderr!.pipe(out, { end: false });
+  running.add(child);
+  let code: number | null | undefined;
+  const exit = new Promise<number | null>((resolve) =>
+    child.once('exit', (c, sig) => {
+      running.delete(child);
+      code = c ?? (sig ? -1 : null);
+      resolve(code);
+    }),
+  );
+  return {
+    name,
+    child,
+    logFile,
+    log: () => {
+      try {
+        return readFileSync(logFile, 'utf8');
+      } catch {
+        return '';
+      }
+    },
+    exited: () => code !== undefined,
+    async stop(graceMs = 10_000) {
+      if (code !== undefined) return code;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const c = await exit;
+      clearTimeout(t);
+      return c;
+    },
+  };
+}
+
+/** A TCP port free right now on 127.0.0.1 (for processes whose peers must know it before they start). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TLSClient {
+  ca: string;
+  cert?: string;
+  key?: string;
+}
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  raw: Buffer;
+}
+
+/** One request over TLS (own connection); resolves with the reply, never rejects (an error is status 0). */
+export function httpsRequest(url: string, tls: TLSClient, o: { method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number } = {}): Promise<Reply> {
+  return new Promise((resolve) => {
+    const req = https.request(url, { method: o.method ?? 'GET', ca: tls.ca, cert: tls.cert, key: tls.key, headers: o.headers, timeout: o.timeoutMs ?? 10_000, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: raw.toString('utf8'), raw });
+      });
+      res.on('error', (e) => resolve({ status: 0, headers: {}, body: String(e), raw: Buffer.alloc(0) }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (e) => resolve({ status: 0, headers: {}, body: String(e), raw: Buffer.alloc(0) }));
+    req.end(o.body);
+  });
+}
+
+/** GET url over TLS. */
+export function httpsGet(url: string, tls: TLSClient, headers: Record<string, string> = {}): Promise<Reply> {
+  return httpsRequest(url, tls, { headers });
+}
+
+/** Polls until check() returns true, at most timeoutMs; throws with what() on timeout or when proc exits. */
+export async function waitFor(what: () => string, check: () => Promise<boolean>, timeoutMs: number, proc?: Proc): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (proc?.exited()) throw new Error(`${proc.name} exited while waiting: ${what()}\n--- ${proc.logFile} (last 40 lines)\n${tail(proc.log(), 40)}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what()}${proc ? `\n--- ${proc.logFile} (last 40 lines)\n${tail(proc.log(), 40)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export function tail(s: string, lines: number): string {
+  return s.split('\n').slice(-lines).join('\n');
+}
