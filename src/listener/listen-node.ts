@@ -128,7 +128,8 @@ function answerExpectations(server: http.Server, handler: (req: http.IncomingMes
 /** The user of the connection's client certificate if node:tls verified it (see subjectIdentity), else null. */
 export function certificateIdentity(sock: TLSSocket): Identity | null {
   if (!sock.authorized) return null;
-  return subjectIdentity(sock.getPeerCertificate()?.subject as { CN?: string | string[]; O?: string | string[] } | undefined);
+  const cert = sock.getPeerCertificate();
+  return subjectIdentity(cert?.subject as { CN?: string | string[]; O?: string | string[] } | undefined, cert?.fingerprint256);
 }
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {

@@ -413,7 +413,8 @@ function pemIdentity(pem: string | undefined): Identity | undefined {
   let id = certIdentities.get(pem);
   if (id === undefined) {
     try {
-      id = subjectIdentity(new X509Certificate(pem).toLegacyObject().subject);
+      const x = new X509Certificate(pem);
+      id = subjectIdentity(x.toLegacyObject().subject, x.fingerprint256);
     } catch {
       id = null;
     }

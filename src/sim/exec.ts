@@ -78,23 +78,34 @@ function run(ws: WebSocket, command: string[]): void {
   ws.on('close', () => {
     done = true;
   });
-  switch (cmd) {
-    case 'echo':
-      out(STDOUT, args.join(' ') + '\n');
-      finish(0);
-      return;
-    case 'exit': {
-      const code = Number(args[0] ?? 0) || 0;
-      out(STDERR, `exiting ${code}\n`);
-      finish(code);
-      return;
+  // A real process takes a while to start; client-go's WebSocket executor registers its streams
+  // concurrently with reading, and drops output that arrives before (kubectl: "Unknown stream id 1,
+  // discarding message", then exit 1: seen once in ~40 runs with an instant answer).
+  setTimeout(() => {
+    if (!done) start();
+  }, PROCESS_START_MS);
+  function start(): void {
+    switch (cmd) {
+      case 'echo':
+        out(STDOUT, args.join(' ') + '\n');
+        finish(0);
+        return;
+      case 'exit': {
+        const code = Number(args[0] ?? 0) || 0;
+        out(STDERR, `exiting ${code}\n`);
+        finish(code);
+        return;
+      }
+      case 'cat':
+      case 'wc':
+        if (!v5) setTimeout(stdinEnded, 2000); // v4 has no way to say stdin ended
+        return;
+      default:
+        out(STDERR, `${cmd ?? ''}: command not found\n`);
+        finish(127);
     }
-    case 'cat':
-    case 'wc':
-      if (!v5) setTimeout(stdinEnded, 2000); // v4 has no way to say stdin ended
-      return;
-    default:
-      out(STDERR, `${cmd ?? ''}: command not found\n`);
-      finish(127);
   }
 }
+
+/** How long the simulated command takes to start (a fork and exec on a kubelet: milliseconds or more). */
+const PROCESS_START_MS = 50;

@@ -27,7 +27,12 @@ const HOP_BY_HOP = new Set([
 export interface Identity {
   readonly user: string;
   readonly groups: readonly string[];
+  /** Extra attributes (X-Remote-Extra-<key>), e.g. the certificate's credential ID. */
+  readonly extra?: Readonly<Record<string, readonly string[]>>;
 }
+
+/** The extra key kube-apiserver's x509 authenticator records a certificate's SHA-256 under (1.33+). */
+export const CREDENTIAL_ID_KEY = 'authentication.kubernetes.io/credential-id';
 
 /**
  * Front-proxy identity header names (kube-apiserver --requestheader-*-headers). Every configured
@@ -39,12 +44,14 @@ export class IdentityHeaderRules {
   private readonly prefixes: string[];
   readonly userHeader: string;
   readonly groupHeader: string;
+  readonly extraPrefix: string;
 
   constructor(userHeaders: readonly string[] = ['X-Remote-User'], groupHeaders: readonly string[] = ['X-Remote-Group'], extraPrefixes: readonly string[] = ['X-Remote-Extra-']) {
     this.names = new Set([...userHeaders, ...groupHeaders, 'X-Remote-Uid'].map((n) => n.toLowerCase()));
     this.prefixes = [...new Set(['x-remote-', ...extraPrefixes.map((p) => p.toLowerCase())])];
     this.userHeader = (userHeaders[0] ?? 'X-Remote-User').toLowerCase();
     this.groupHeader = (groupHeaders[0] ?? 'X-Remote-Group').toLowerCase();
+    this.extraPrefix = (extraPrefixes[0] ?? 'X-Remote-Extra-').toLowerCase();
   }
 
   isIdentityHeader(lowerName: string): boolean {
@@ -87,12 +94,30 @@ export function carriesIdentity(headers: readonly string[], rules: IdentityHeade
  * (k8s.io/apiserver x509 CommonNameUserConversion): user = CN, groups = every O. No CN: no user
  * (the request may still carry a token). `subject` as node:tls reports it (a repeated field is an array).
  */
-export function subjectIdentity(subject: { CN?: string | string[]; O?: string | string[] } | undefined): Identity | null {
+export function subjectIdentity(subject: { CN?: string | string[]; O?: string | string[] } | undefined, fingerprint256?: string): Identity | null {
   const cn = subject?.CN;
   const user = Array.isArray(cn) ? cn[0] : cn;
   if (!user) return null;
   const o = subject!.O;
-  return { user, groups: Array.isArray(o) ? o : o ? [o] : [] };
+  const groups = Array.isArray(o) ? o : o ? [o] : [];
+  // kube-apiserver (1.33+) records which certificate authenticated: extra credential-id =
+  // "X509SHA256=<hex of the SHA-256 of its DER>" (x509.go). Without it a certificate user looked
+  // different through mvproxy than directly (SelfSubjectReview, audit; test/kube/identity.test.ts).
+  if (!fingerprint256) return { user, groups };
+  return { user, groups, extra: { [CREDENTIAL_ID_KEY]: [`X509SHA256=${fingerprint256.replace(/:/g, '').toLowerCase()}`] } };
+}
+
+/**
+ * Go's headerKeyEscape (client-go transport): every byte of an extra key that is not an RFC 7230
+ * token character, and '%' itself, becomes %XX; the apiserver lowercases and unescapes it.
+ */
+export function headerKeyEscape(key: string): string {
+  let out = '';
+  for (const b of Buffer.from(key, 'utf8')) {
+    const c = String.fromCharCode(b);
+    out += c !== '%' && /^[!#$%&'*+\-.^_`|~0-9A-Za-z]$/.test(c) ? c : '%' + b.toString(16).toUpperCase().padStart(2, '0');
+  }
+  return out;
 }
 
 export interface ForwardHeaderOptions {
@@ -154,6 +179,7 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
   if (o.identity) {
     out.push(rules.userHeader, o.identity.user);
     for (const g of o.identity.groups) out.push(rules.groupHeader, g);
+    for (const [k, vs] of Object.entries(o.identity.extra ?? {})) for (const v of vs) out.push(rules.extraPrefix + headerKeyEscape(k), v);
   }
   return out;
 }

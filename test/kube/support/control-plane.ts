@@ -67,16 +67,24 @@ export interface KubeControlPlane {
   etcdURL: string;
   apiservers: Apiserver[];
   admin: UserCert;
-  /** Kubeconfig of a certificate user or a bearer token (server taken from --server at each call). */
-  kubeconfig(name: string, cred: { cert: UserCert } | { token: string }): string;
+  /** Kubeconfig of a certificate user, a bearer token or nobody, optionally impersonating (server taken from --server at each call). */
+  kubeconfig(name: string, cred: { cert: UserCert } | { token: string } | { anonymous: true }, impersonate?: Impersonation): string;
   stop(): Promise<void>;
+}
+
+export interface Impersonation {
+  as: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
 }
 
 export interface ApiserverSpec {
   name: string;
   version: KubeVersion;
-  /** Extra flags (e.g. the in-tree peer proxy's). */
+  /** Extra flags (e.g. feature gates). */
   args?: string[];
+  /** Kubernetes' own peer proxy: --peer-ca-file and --peer-advertise-ip/-port (the gate goes in args). */
+  inTreePeerProxy?: boolean;
 }
 
 async function startEtcd(dir: string): Promise<{ proc: Proc; url: string }> {
@@ -166,7 +174,7 @@ export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-
         },
       };
       const launch = async () => {
-        a.proc = startProcess(`${spec.name}-${a.version}`, binary(`kube-apiserver-${a.version}`), apiserverArgs(pki, etcd.url, port, a.version, auditLog, spec.args ?? []), dir);
+        a.proc = startProcess(`${spec.name}-${a.version}`, binary(`kube-apiserver-${a.version}`), apiserverArgs(pki, etcd.url, port, a.version, auditLog, [...(spec.inTreePeerProxy ? [`--peer-ca-file=${pki.caFile}`, '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${port}`] : []), ...(spec.args ?? [])]), dir);
         procs.push(a.proc);
         await waitFor(() => `${a.name} ${url}/readyz`, async () => (await httpsGet(`${url}/readyz`, { ca, cert: admin.cert, key: admin.key })).status === 200, 120_000, a.proc);
       };
@@ -179,11 +187,12 @@ export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-
       etcdURL: etcd.url,
       apiservers,
       admin,
-      kubeconfig(name, cred) {
+      kubeconfig(name, cred, impersonate) {
         const file = join(dir, `kubeconfig-${name}`);
-        const user = 'cert' in cred
-          ? { 'client-certificate': cred.cert.certFile, 'client-key': cred.cert.keyFile }
-          : { token: cred.token };
+        const user = {
+          ...('cert' in cred ? { 'client-certificate': cred.cert.certFile, 'client-key': cred.cert.keyFile } : 'token' in cred ? { token: cred.token } : {}),
+          ...(impersonate ? { as: impersonate.as, 'as-groups': impersonate.groups, 'as-user-extra': impersonate.extra } : {}),
+        };
         writeFileSync(file, JSON.stringify({
           apiVersion: 'v1',
           kind: 'Config',

@@ -1,0 +1,75 @@
+// Discovery against the real thing: the same v1.34.4 + v1.37.2 pair, this time with Kubernetes'
+// own peer proxy on (gate UnknownVersionInteroperabilityProxy, --peer-ca-file,
+// --peer-advertise-ip/-port, as the seed document configures it), so kube-apiserver v1.37.2 serves
+// its own peer-aggregated /apis. mvproxy beside it (which asks each apiserver for profile=nopeer, the
+// local view) must answer /apis with the same document, in JSON and in protobuf; and profile=nopeer
+// through mvproxy must be the local apiserver's own document.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startControlPlane, type KubeControlPlane } from './support/control-plane';
+import { KubeClient } from './support/client';
+import { startMvproxies, type Member } from './support/mvproxy';
+import { waitFor } from './support/processes';
+import { frontends } from './support/suite';
+
+const V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const V2_PB = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const NOPEER = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer';
+
+interface Doc {
+  items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
+}
+const gvrs = (d: Doc) => d.items.flatMap((g) => g.versions.flatMap((v) => v.resources.map((r) => `${g.metadata.name}/${v.version}/${r.resource}`))).sort();
+
+describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with the in-tree feature on', () => {
+  let plane: KubeControlPlane;
+  const NEW = 1;
+  before(async () => {
+    plane = await startControlPlane([
+      { name: 'kube-old', version: 'v1.34.4' as const, args: ['--feature-gates=UnknownVersionInteroperabilityProxy=true'] },
+      { name: 'kube-new', version: 'v1.37.2' as const, args: ['--feature-gates=UnknownVersionInteroperabilityProxy=true'] },
+    ].map((s) => ({ ...s, inTreePeerProxy: true })));
+    // The in-tree cache fills when the peer's identity lease and endpoint record are seen (~10 s).
+    const direct = new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin });
+    await waitFor(() => 'v1.37.2 lists v1.34.4-only autoscaling/v1 in its peer-aggregated /apis', async () => {
+      const r = await direct.get('/apis', { accept: V2 });
+      return r.status === 200 && gvrs(JSON.parse(r.body) as Doc).includes('autoscaling/v1/horizontalpodautoscalers');
+    }, 90_000);
+  });
+  after(async () => plane?.stop());
+
+  for (const { frontend, skip } of frontends()) {
+    describe(`front end ${frontend}`, { skip }, () => {
+      let members: Member[] = [];
+      before(async () => {
+        members = await startMvproxies(plane, { frontend });
+      });
+      after(async () => Promise.all(members.map((m) => m.stop())));
+
+      test('/apis (aggregated v2, JSON) through the v1.37.2 member equals v1.37.2\'s own peer-aggregated document', async () => {
+        const inTree = await new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
+        const ours = await new KubeClient(members[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
+        assert.equal(ours.status, 200);
+        assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
+        assert.deepEqual(JSON.parse(ours.body), JSON.parse(inTree.body));
+      });
+
+      test('/apis (aggregated v2, protobuf) through the v1.37.2 member is byte for byte v1.37.2\'s own', async () => {
+        const inTree = await new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
+        const ours = await new KubeClient(members[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
+        assert.equal(ours.status, 200);
+        assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
+        assert.ok(ours.raw.equals(inTree.raw), `protobuf bodies differ: ${ours.raw.length} vs ${inTree.raw.length} bytes`);
+      });
+
+      test('profile=nopeer through each member is its apiserver\'s own local document', async () => {
+        for (const [i, m] of members.entries()) {
+          const local = await new KubeClient(plane.apiservers[i]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: NOPEER });
+          const ours = await new KubeClient(m.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: NOPEER });
+          assert.equal(ours.status, 200);
+          assert.deepEqual(JSON.parse(ours.body), JSON.parse(local.body), m.name);
+        }
+      });
+    });
+  }
+});
