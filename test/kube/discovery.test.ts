@@ -19,6 +19,13 @@ const NOPEER = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscovery
 interface Doc {
   items: { metadata: { name: string }; versions: { version: string; resources: { resource: string }[] }[] }[];
 }
+/** How many /apis answers the member served from its own merged view (not passed through). */
+async function servedByMvproxy(m: Member): Promise<number> {
+  const text = await fetch(`${m.metricsURL}/metrics`).then((r) => r.text());
+  const line = text.split('\n').find((l) => l.startsWith('mvproxy_request_duration_seconds_count{route="discovery"'));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
 const gvrs = (d: Doc) => d.items.flatMap((g) => g.versions.flatMap((v) => v.resources.map((r) => `${g.metadata.name}/${v.version}/${r.resource}`))).sort();
 
 describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with the in-tree feature on', () => {
@@ -48,16 +55,20 @@ describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with
 
       test('/apis (aggregated v2, JSON) through the v1.37.2 member equals v1.37.2\'s own peer-aggregated document', async () => {
         const inTree = await new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
+        const before = await servedByMvproxy(members[NEW]!);
         const ours = await new KubeClient(members[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
         assert.equal(ours.status, 200);
+        assert.equal(await servedByMvproxy(members[NEW]!), before + 1, 'mvproxy answered from its own merge, not the apiserver\'s');
         assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
         assert.deepEqual(JSON.parse(ours.body), JSON.parse(inTree.body));
       });
 
       test('/apis (aggregated v2, protobuf) through the v1.37.2 member is byte for byte v1.37.2\'s own', async () => {
         const inTree = await new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
+        const before = await servedByMvproxy(members[NEW]!);
         const ours = await new KubeClient(members[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
         assert.equal(ours.status, 200);
+        assert.equal(await servedByMvproxy(members[NEW]!), before + 1, 'mvproxy answered from its own merge');
         assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
         assert.ok(ours.raw.equals(inTree.raw), `protobuf bodies differ: ${ours.raw.length} vs ${inTree.raw.length} bytes`);
       });

@@ -142,6 +142,16 @@ function apiserverArgs(pki: KubePKI, etcdURL: string, port: number, version: Kub
   ];
 }
 
+/**
+ * Runs bin under a hostname of its own (a UTS namespace, `unshare -u`; needs root): kube-apiserver
+ * derives its identity Lease name from the hostname, so two on one machine would share one identity
+ * and never see each other as peers (the in-tree peer proxy then has no peer). On separate hosts,
+ * as in production, they differ anyway. unshare and sh exec, so the PID is the apiserver's.
+ */
+function ownHostname(hostname: string, bin: string): [string, string[]] {
+  return process.getuid?.() === 0 && existsSync('/usr/bin/unshare') ? ['/usr/bin/unshare', ['-u', 'sh', '-c', 'hostname "$0" && exec "$@"', hostname, bin]] : [bin, []];
+}
+
 export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-old', version: OLD }, { name: 'kube-new', version: NEW }]): Promise<KubeControlPlane> {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-kube-'));
   const procs: Proc[] = [];
@@ -174,7 +184,9 @@ export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-
         },
       };
       const launch = async () => {
-        a.proc = startProcess(`${spec.name}-${a.version}`, binary(`kube-apiserver-${a.version}`), apiserverArgs(pki, etcd.url, port, a.version, auditLog, [...(spec.inTreePeerProxy ? [`--peer-ca-file=${pki.caFile}`, '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${port}`] : []), ...(spec.args ?? [])]), dir);
+        const inTree = spec.inTreePeerProxy ? [`--peer-ca-file=${pki.caFile}`, '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${port}`] : [];
+        const [bin, prefix] = ownHostname(spec.name, binary(`kube-apiserver-${a.version}`));
+        a.proc = startProcess(`${spec.name}-${a.version}`, bin, [...prefix, ...apiserverArgs(pki, etcd.url, port, a.version, auditLog, [...inTree, ...(spec.args ?? [])])], dir);
         procs.push(a.proc);
         await waitFor(() => `${a.name} ${url}/readyz`, async () => (await httpsGet(`${url}/readyz`, { ca, cert: admin.cert, key: admin.key })).status === 200, 120_000, a.proc);
       };
