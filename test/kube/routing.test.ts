@@ -106,4 +106,23 @@ describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2
       });
     });
   }
+
+  describe('peers found through identity Leases in the real coordination.k8s.io API (front end node)', () => {
+    let members: Member[] = [];
+    before(async () => {
+      members = await startMvproxies(plane, { frontend: 'node', peerDiscovery: 'lease' });
+    });
+    after(async () => Promise.all(members.map((m) => m.stop())));
+
+    test('each mvproxy writes its Lease through its apiserver, finds the other one there, and routes to it', async () => {
+      const admin = new KubeClient(plane.apiservers[0]!.url, plane.pki.caFile, { cert: plane.admin });
+      const leases = await admin.json<{ items: { metadata: { name: string } }[] }>('GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases');
+      for (const m of members) assert.ok(leases.items.some((l) => l.metadata.name === m.name), `${m.name}'s identity Lease is in kube-system`);
+      for (const kind of PEER_ONLY) {
+        const via = new KubeClient(members[1 - kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
+        const r = await via.get(collectionPath(kind));
+        assert.equal(r.status, 200, `${kind.resource} through ${members[1 - kind.servedBy]!.name}: ${r.body.slice(0, 200)}`);
+      }
+    });
+  });
 });

@@ -1,0 +1,39 @@
+// The identity rules a real kube-apiserver judged (test/kube/identity.test.ts), kept here where
+// they run without one: what a certificate user becomes, how extra keys are escaped, and when the
+// front-proxy certificate is presented.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { carriesIdentity, CREDENTIAL_ID_KEY, forwardRequestHeaders, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, subjectIdentity } from '../../src/upstream/headers';
+
+test('headerKeyEscape: Go client-go transport table (non-token bytes and % become %XX, uppercase hex)', () => {
+  const table: [string, string][] = [
+    ['acme.com/project', 'acme.com%2Fproject'],
+    ['authentication.kubernetes.io/credential-id', 'authentication.kubernetes.io%2Fcredential-id'],
+    ['100%', '100%25'],
+    ['a b', 'a%20b'],
+    ['ünï', '%C3%BCn%C3%AF'],
+    ["!#$&'*+-.^_`|~09AZaz", "!#$&'*+-.^_`|~09AZaz"],
+  ];
+  for (const [key, want] of table) assert.equal(headerKeyEscape(key), want, key);
+});
+
+test('a certificate user carries its credential ID as kube-apiserver records it (X509SHA256=<lowercase hex>)', () => {
+  const id = subjectIdentity({ CN: 'alice', O: ['devs', 'acme:team'] }, 'DE:79:CA:F8');
+  assert.deepEqual(id, { user: 'alice', groups: ['devs', 'acme:team'], extra: { [CREDENTIAL_ID_KEY]: ['X509SHA256=de79caf8'] } });
+  const h = forwardRequestHeaders([], { remoteAddress: '10.0.0.1', peerHop: false, identity: id! });
+  assert.deepEqual(h.slice(2), [
+    'x-remote-user', 'alice',
+    'x-remote-group', 'devs',
+    'x-remote-group', 'acme:team',
+    'x-remote-extra-authentication.kubernetes.io%2Fcredential-id', 'X509SHA256=de79caf8',
+  ]);
+});
+
+test('the front-proxy certificate is presented only with identity headers (tokens and anonymous requests go without it)', () => {
+  const rules = new IdentityHeaderRules(['X-Auth-User'], ['X-Auth-Group'], ['X-Auth-Extra-']);
+  const bearer = forwardRequestHeaders(['authorization', 'Bearer t', 'x-remote-user', 'spoofed', 'x-auth-user', 'spoofed'], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules });
+  assert.equal(carriesIdentity(bearer, rules), false, 'client-sent identity headers are stripped, so nothing asks for the certificate');
+  const cert = forwardRequestHeaders([], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules, identity: { user: 'alice', groups: [] } });
+  assert.equal(carriesIdentity(cert, rules), true);
+  assert.deepEqual(ownPeerIdentityHeaders(rules), { 'x-auth-user': 'system:apiserver', 'x-auth-group': 'system:authenticated' });
+});
