@@ -9,20 +9,20 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BIN_DIR, kubectlAs, startControlPlane, type KubeControlPlane } from './support/control-plane';
 import { KubeClient } from './support/client';
-import { startMvproxies, type Member } from './support/mvproxy';
-import { frontends, PEER_ONLY } from './support/suite';
+import { forEachFrontend, PEER_ONLY } from './support/suite';
 import { kubectlPath } from '../support/kubectl';
 
 const CTB = PEER_ONLY.find((k) => k.resource === 'clustertrustbundles')!;
 const HPA = PEER_ONLY.find((k) => k.resource === 'horizontalpodautoscalers')!;
+const SVM = PEER_ONLY.find((k) => k.resource === 'storageversionmigrations')!;
 const OLD_MEMBER = 0; // beside v1.34.4, which does not serve ClusterTrustBundle
 
 /**
- * kubectl ≥ 1.30 reads aggregated discovery: it gets a v1.37-only kind in a group/version both
- * serve (ClusterTrustBundle in certificates.k8s.io/v1) through the v1.34 member. kubectl ≤ 1.29 and
- * python read legacy discovery, where mvproxy merges only group/versions no local apiserver serves
- * (README Limitations, issue 16): they get a kind whose whole group/version is peer-only
- * (autoscaling/v1 HorizontalPodAutoscaler through the v1.37 member).
+ * Every client goes through the v1.34 member. kubectl ≥ 1.30 reads aggregated discovery: it gets
+ * a v1.37-only kind in a group/version both serve (ClusterTrustBundle in certificates.k8s.io/v1).
+ * kubectl ≤ 1.29 and python read legacy discovery, where mvproxy merges only group/versions no
+ * local apiserver serves (README Limitations, issue 16): they get a kind of a group only v1.37
+ * serves (StorageVersionMigration, storagemigration.k8s.io/v1).
  */
 const legacyClient = (minor: number) => minor <= 29;
 
@@ -35,21 +35,15 @@ describe('real clients through mvproxy', () => {
   });
   after(async () => plane?.stop());
 
-  for (const { frontend, skip } of frontends()) {
-    describe(`front end ${frontend}`, { skip }, () => {
-      let members: Member[] = [];
-      before(async () => {
-        members = await startMvproxies(plane, { frontend });
-      });
-      after(async () => Promise.all(members.map((m) => m.stop())));
+  forEachFrontend(() => plane, (frontend, members) => {
 
       for (let minor = 27; minor <= 33; minor++) {
         const bin = kubectlPath(minor);
         const legacy = legacyClient(minor);
-        const kind = legacy ? HPA : CTB;
-        const via = legacy ? 1 - HPA.servedBy : OLD_MEMBER;
+        const kind = legacy ? SVM : CTB;
+        const via = OLD_MEMBER;
         test(`kubectl 1.${minor}: api-resources, create, apply, get -w and delete of ${kind.kind} (${kind.group}/${kind.version}, not served by the apiserver behind the member)`, { skip: existsSync(bin) ? undefined : `${bin} not found` }, async () => {
-          const server = members[via]!.url;
+          const server = members()[via]!.url;
           const k = (args: string[], input?: string) => kubectlAs(adminKC, server, args, { bin, input });
           const type = `${kind.resource}.${kind.version}.${kind.group}`;
           const names = (await k(['api-resources', `--api-group=${kind.group}`, '-o', 'name'])).stdout;
@@ -80,12 +74,12 @@ describe('real clients through mvproxy', () => {
       }
 
       test('kubectl ≤ 1.29 (legacy discovery) does not see a v1.37-only kind in a group/version the v1.34 apiserver also serves (Limitations, issue 16)', { skip: existsSync(kubectlPath(29)) ? undefined : 'kubectl 1.29 not found' }, async () => {
-        const names = (await kubectlAs(adminKC, members[OLD_MEMBER]!.url, ['api-resources', '--api-group=certificates.k8s.io', '-o', 'name'], { bin: kubectlPath(29) })).stdout;
+        const names = (await kubectlAs(adminKC, members()[OLD_MEMBER]!.url, ['api-resources', '--api-group=certificates.k8s.io', '-o', 'name'], { bin: kubectlPath(29) })).stdout;
         assert.doesNotMatch(names, /clustertrustbundles/, 'if this fails, the limitation is gone: remove it from the README');
         assert.match(names, /certificatesigningrequests/);
       });
 
-      test("python3-kubernetes' DynamicClient lists and creates autoscaling/v1 HorizontalPodAutoscalers through the v1.37 member (legacy discovery)", async (t) => {
+      test("python3-kubernetes' DynamicClient creates, lists and deletes a v1.37-only kind through the v1.34 member (legacy discovery)", async (t) => {
         const py = '/usr/bin/python3';
         const ok = await new Promise<boolean>((res) => execFile(py, ['-c', 'import kubernetes'], (err) => res(!err)));
         if (!ok) return t.skip('python3-kubernetes is not installed (.ci/run installs it)');
@@ -97,20 +91,20 @@ config.load_kube_config(config_file=sys.argv[1])
 cfg = client.Configuration.get_default_copy()
 cfg.host = sys.argv[2]
 dc = dynamic.DynamicClient(client.ApiClient(cfg))
-api = dc.resources.get(api_version='autoscaling/v1', kind='HorizontalPodAutoscaler')
-api.create(body=json.loads(sys.argv[3]), namespace='default')
-print('ITEMS', sorted(i.metadata.name for i in api.get(namespace='default').items))
-api.delete(name=sys.argv[4], namespace='default')
+api = dc.resources.get(api_version='storagemigration.k8s.io/v1', kind='StorageVersionMigration')
+api.create(body=json.loads(sys.argv[3]))
+print('ITEMS', sorted(i.metadata.name for i in api.get().items))
+api.delete(name=sys.argv[4])
 `;
         const out = await new Promise<string>((res, rej) =>
-          execFile(py, ['-c', script, adminKC, members[1 - HPA.servedBy]!.url, JSON.stringify(HPA.object(plane, name)), name], { timeout: 60_000, env: { ...process.env, HOME: plane.dir } }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so))),
+          execFile(py, ['-c', script, adminKC, members()[OLD_MEMBER]!.url, JSON.stringify(SVM.object(plane, name)), name], { timeout: 60_000, env: { ...process.env, HOME: plane.dir } }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so))),
         );
         assert.match(out, new RegExp(`ITEMS .*'${name}'`));
       });
 
       test('a client-go informer on the v1.37-only kind through the v1.34 member sees adds, updates and deletes', async () => {
         const bin = join(BIN_DIR, 'informer');
-        const inf = spawn(bin, [`-kubeconfig=${adminKC}`, `-server=${members[OLD_MEMBER]!.url}`, `-group=${CTB.group}`, `-version=${CTB.version}`, `-resource=${CTB.resource}`, '-duration=60s']);
+        const inf = spawn(bin, [`-kubeconfig=${adminKC}`, `-server=${members()[OLD_MEMBER]!.url}`, `-group=${CTB.group}`, `-version=${CTB.version}`, `-resource=${CTB.resource}`, '-duration=60s']);
         let out = '';
         inf.stdout.on('data', (d: Buffer) => (out += d.toString()));
         inf.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -118,7 +112,7 @@ api.delete(name=sys.argv[4], namespace='default')
         const seen = (type: string, name?: string) => events().some((e) => e.type === type && (name === undefined || e.name === name));
         try {
           await until(() => seen('SYNCED'), 30_000, () => `informer printed: ${out}`);
-          const c = new KubeClient(members[OLD_MEMBER]!.url, plane.pki.caFile, { cert: plane.admin });
+          const c = new KubeClient(members()[OLD_MEMBER]!.url, plane.pki.caFile, { cert: plane.admin });
           const name = `informer-${frontend}`;
           await c.json('POST', '/apis/certificates.k8s.io/v1/clustertrustbundles', { body: CTB.object(plane, name) });
           await until(() => seen('ADD', name), 20_000, () => out);
@@ -140,7 +134,7 @@ api.delete(name=sys.argv[4], namespace='default')
           const admin = new KubeClient(plane.apiservers[kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
           await admin.json('POST', coll, { body: kind.object(plane, name) });
           for (const [i, route] of [[kind.servedBy, 'local'], [1 - kind.servedBy, 'peer']] as const) {
-            const c = new KubeClient(members[i]!.url, plane.pki.caFile, { cert: plane.admin });
+            const c = new KubeClient(members()[i]!.url, plane.pki.caFile, { cert: plane.admin });
             for (const path of [`${coll}/${name}`, coll]) {
               const r = await c.get(path, { accept: PB });
               assert.equal(r.status, 200, `${route} ${path}`);
@@ -160,8 +154,7 @@ api.delete(name=sys.argv[4], namespace='default')
           await admin.request('DELETE', `${coll}/${name}`);
         }
       });
-    });
-  }
+  });
 });
 
 async function until(cond: () => boolean, timeoutMs: number, what: () => string): Promise<void> {

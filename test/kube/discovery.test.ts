@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startControlPlane, type KubeControlPlane } from './support/control-plane';
 import { KubeClient } from './support/client';
-import { startMvproxies, type Member } from './support/mvproxy';
+import type { Member } from './support/mvproxy';
 import { waitFor } from './support/processes';
-import { frontends } from './support/suite';
+import { forEachFrontend } from './support/suite';
 
 const V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const V2_PB = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
@@ -45,42 +45,35 @@ describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with
   });
   after(async () => plane?.stop());
 
-  for (const { frontend, skip } of frontends()) {
-    describe(`front end ${frontend}`, { skip }, () => {
-      let members: Member[] = [];
-      before(async () => {
-        members = await startMvproxies(plane, { frontend });
-      });
-      after(async () => Promise.all(members.map((m) => m.stop())));
+  forEachFrontend(() => plane, (frontend, members) => {
 
       test('/apis (aggregated v2, JSON) through the v1.37.2 member equals v1.37.2\'s own peer-aggregated document', async () => {
         const inTree = await new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
-        const before = await servedByMvproxy(members[NEW]!);
-        const ours = await new KubeClient(members[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
+        const before = await servedByMvproxy(members()[NEW]!);
+        const ours = await new KubeClient(members()[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2 });
         assert.equal(ours.status, 200);
-        assert.equal(await servedByMvproxy(members[NEW]!), before + 1, 'mvproxy answered from its own merge, not the apiserver\'s');
+        assert.equal(await servedByMvproxy(members()[NEW]!), before + 1, 'mvproxy answered from its own merge, not the apiserver\'s');
         assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
         assert.deepEqual(JSON.parse(ours.body), JSON.parse(inTree.body));
       });
 
       test('/apis (aggregated v2, protobuf) through the v1.37.2 member is byte for byte v1.37.2\'s own', async () => {
         const inTree = await new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
-        const before = await servedByMvproxy(members[NEW]!);
-        const ours = await new KubeClient(members[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
+        const before = await servedByMvproxy(members()[NEW]!);
+        const ours = await new KubeClient(members()[NEW]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: V2_PB });
         assert.equal(ours.status, 200);
-        assert.equal(await servedByMvproxy(members[NEW]!), before + 1, 'mvproxy answered from its own merge');
+        assert.equal(await servedByMvproxy(members()[NEW]!), before + 1, 'mvproxy answered from its own merge');
         assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
         assert.ok(ours.raw.equals(inTree.raw), `protobuf bodies differ: ${ours.raw.length} vs ${inTree.raw.length} bytes`);
       });
 
       test('profile=nopeer through each member is its apiserver\'s own local document', async () => {
-        for (const [i, m] of members.entries()) {
+        for (const [i, m] of members().entries()) {
           const local = await new KubeClient(plane.apiservers[i]!.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: NOPEER });
           const ours = await new KubeClient(m.url, plane.pki.caFile, { cert: plane.admin }).get('/apis', { accept: NOPEER });
           assert.equal(ours.status, 200);
           assert.deepEqual(JSON.parse(ours.body), JSON.parse(local.body), m.name);
         }
       });
-    });
-  }
+  });
 });

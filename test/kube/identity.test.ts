@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { kubectlAs, startControlPlane, type Impersonation, type KubeControlPlane } from './support/control-plane';
 import { KubeClient } from './support/client';
-import { startMvproxies, type Member } from './support/mvproxy';
-import { frontends } from './support/suite';
+import { forEachFrontend } from './support/suite';
 import type { UserCert } from './support/pki';
 
 interface UserInfo {
@@ -48,13 +47,7 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
     }
   };
 
-  for (const { frontend, skip } of frontends()) {
-    describe(`front end ${frontend}`, { skip }, () => {
-      let members: Member[] = [];
-      before(async () => {
-        members = await startMvproxies(plane, { frontend });
-      });
-      after(async () => Promise.all(members.map((m) => m.stop())));
+  forEachFrontend(() => plane, (frontend, members) => {
 
       const cases: { name: string; cred: () => Cred; impersonate?: Impersonation; expect: (u: UserInfo) => void }[] = [
         { name: 'an x509 client-certificate user with groups', cred: () => ({ cert: alice }), expect: (u) => (assert.equal(u.username, 'alice'), assert.ok(u.groups?.includes('devs') && u.groups.includes('acme:team'))) },
@@ -71,8 +64,8 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
           const direct = await whoami(c.cred(), plane.apiservers[SERVES_SSR]!.url, c.impersonate);
           if (!('error' in direct)) c.expect(direct);
           for (const [i, route] of [[SERVES_SSR, 'local'], [1 - SERVES_SSR, 'peer']] as const) {
-            const through = await whoami(c.cred(), members[i]!.url, c.impersonate);
-            assert.deepEqual(through, direct, `${route} route through ${members[i]!.name}`);
+            const through = await whoami(c.cred(), members()[i]!.url, c.impersonate);
+            assert.deepEqual(through, direct, `${route} route through ${members()[i]!.name}`);
           }
         });
       }
@@ -83,13 +76,13 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
         const ssr = (base: string) => new KubeClient(base, plane.pki.caFile, { anonymous: true }).request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: review });
         const direct = await ssr(plane.apiservers[SERVES_SSR]!.url);
         assert.notEqual(direct.status, 401, 'anonymous auth is on: the apiserver judges system:anonymous, not "Unauthorized"');
-        for (const m of members) {
+        for (const m of members()) {
           const r = await ssr(m.url);
           assert.equal(r.status, direct.status, `${m.name}: ${r.body}`);
           assert.deepEqual(JSON.parse(r.body), JSON.parse(direct.body), m.name);
         }
-        // /version and /readyz are public (system:public-info-viewer): served to nobody, through both members.
-        for (const m of members) for (const p of ['/version', '/readyz']) assert.equal((await new KubeClient(m.url, plane.pki.caFile, { anonymous: true }).get(p)).status, 200, `${m.name} ${p}`);
+        // /version and /readyz are public (system:public-info-viewer): served to nobody, through both members().
+        for (const m of members()) for (const p of ['/version', '/readyz']) assert.equal((await new KubeClient(m.url, plane.pki.caFile, { anonymous: true }).get(p)).status, 200, `${m.name} ${p}`);
       });
 
       test('a client-sent X-Remote-User is never believed, on either route', async () => {
@@ -97,14 +90,14 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
         const spoof = { 'X-Remote-User': 'system:admin', 'X-Remote-Group': 'system:masters', 'X-Remote-Extra-Scopes': 'all' };
         for (const cred of [{ anonymous: true } as const, { cert: alice }, { token: saToken }]) {
           const direct = await new KubeClient(plane.apiservers[SERVES_SSR]!.url, plane.pki.caFile, cred).request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: review });
-          for (const m of members) {
+          for (const m of members()) {
             const r = await new KubeClient(m.url, plane.pki.caFile, cred).request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: review, headers: spoof });
             assert.equal(r.status, direct.status, `${m.name}: ${r.body}`);
             if (r.status === 201) assert.deepEqual(JSON.parse(r.body).status, JSON.parse(direct.body).status);
             assert.doesNotMatch(r.body, /system:admin|system:masters/);
           }
           // And the secrets of kube-system stay out of reach.
-          for (const m of members) {
+          for (const m of members()) {
             const r = await new KubeClient(m.url, plane.pki.caFile, cred).get('/api/v1/namespaces/kube-system/secrets', spoof);
             assert.ok(r.status === 401 || r.status === 403, `${m.name}: ${r.status}`);
           }
@@ -123,7 +116,7 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
           direct = await asAlice(plane.apiservers[0]!.url);
         }
         assert.equal(direct.status, 403);
-        for (const m of members) {
+        for (const m of members()) {
           const r = await asAlice(m.url);
           assert.equal(r.status, 403, m.name);
           assert.equal(JSON.parse(r.body).message, JSON.parse(direct.body).message, 'the apiserver names the same user and verb');
@@ -133,7 +126,7 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
         await admin.json('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: role }, rules: [{ apiGroups: ['autoscaling'], resources: ['horizontalpodautoscalers'], verbs: ['list'] }] } });
         await admin.json('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: role }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'acme:team' }] } });
         try {
-          for (const m of members) {
+          for (const m of members()) {
             // RBAC's cache takes a moment to see the binding on each apiserver.
             let r = await asAlice(m.url);
             for (let i = 0; i < 40 && r.status === 403; i++) {
@@ -147,6 +140,5 @@ describe('identity through mvproxy, judged by kube-apiserver', () => {
           await admin.request('DELETE', `/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/${role}`);
         }
       });
-    });
-  }
+  });
 });

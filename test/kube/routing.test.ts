@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { startControlPlane, type KubeControlPlane } from './support/control-plane';
 import { KubeClient } from './support/client';
 import { startMvproxies, type Member } from './support/mvproxy';
-import { collectionPath, frontends, PEER_ONLY } from './support/suite';
+import { collectionPath, forEachFrontend, PEER_ONLY } from './support/suite';
 
 describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2', () => {
   let plane: KubeControlPlane;
@@ -16,17 +16,11 @@ describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2
   });
   after(async () => plane?.stop());
 
-  for (const { frontend, skip } of frontends()) {
-    describe(`front end ${frontend}`, { skip }, () => {
-      let members: Member[] = [];
-      before(async () => {
-        members = await startMvproxies(plane, { frontend });
-      });
-      after(async () => Promise.all(members.map((m) => m.stop())));
+  forEachFrontend(() => plane, (frontend, members) => {
 
       for (const kind of PEER_ONLY) {
         test(`${kind.group}/${kind.version} ${kind.resource} (served only by ${kind.servedBy === 0 ? 'v1.34.4' : 'v1.37.2'}): create, get, list, watch, update, every patch type and delete through the other member`, async () => {
-          const via = new KubeClient(members[1 - kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
+          const via = new KubeClient(members()[1 - kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
           const serving = new KubeClient(plane.apiservers[kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
           const coll = collectionPath(kind);
           const name = `routed-${frontend}-${kind.resource.slice(0, 10)}`;
@@ -81,7 +75,7 @@ describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2
       }
 
       test('a kind both apiservers serve never leaves its node', async () => {
-        for (const [i, m] of members.entries()) {
+        for (const [i, m] of members().entries()) {
           const c = new KubeClient(m.url, plane.pki.caFile, { cert: plane.admin });
           const name = `local-${frontend}-${i}`;
           await c.json('POST', '/api/v1/namespaces/default/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { a: 'b' } } });
@@ -94,8 +88,8 @@ describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2
 
       test('the serving side gone: a peer-only kind answers 503 with a Status, never 404', async () => {
         const kind = PEER_ONLY[0]!;
-        await members[kind.servedBy]!.stop();
-        const via = new KubeClient(members[1 - kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
+        await members()[kind.servedBy]!.stop();
+        const via = new KubeClient(members()[1 - kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
         for (const path of [collectionPath(kind), `${collectionPath(kind)}/does-not-matter`]) {
           const r = await via.get(path);
           assert.equal(r.status, 503, `${path}: ${r.status} ${r.body}`);
@@ -104,8 +98,7 @@ describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2
           assert.equal(st.code, 503);
         }
       });
-    });
-  }
+  });
 
   describe('peers found through identity Leases in the real coordination.k8s.io API (front end node)', () => {
     let members: Member[] = [];
@@ -117,7 +110,7 @@ describe('routing through mvproxy in front of kube-apiserver v1.34.4 and v1.37.2
     test('each mvproxy writes its Lease through its apiserver, finds the other one there, and routes to it', async () => {
       const admin = new KubeClient(plane.apiservers[0]!.url, plane.pki.caFile, { cert: plane.admin });
       const leases = await admin.json<{ items: { metadata: { name: string } }[] }>('GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases');
-      for (const m of members) assert.ok(leases.items.some((l) => l.metadata.name === m.name), `${m.name}'s identity Lease is in kube-system`);
+      for (const m of members) assert.ok(leases.items.some((l) => l.metadata.name === m.name), `${m.name}'s identity Lease is in kube-system (there: ${leases.items.map((l) => l.metadata.name).join(', ')})`);
       for (const kind of PEER_ONLY) {
         const via = new KubeClient(members[1 - kind.servedBy]!.url, plane.pki.caFile, { cert: plane.admin });
         const r = await via.get(collectionPath(kind));

@@ -2,7 +2,7 @@
 // logs to a file of its own (printed when a test fails), and every one still running is killed when
 // the test process exits, however it exits, so a failed run leaves nothing listening.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import https from 'node:https';
@@ -29,8 +29,12 @@ export interface Proc {
 }
 
 export function startProcess(name: string, bin: string, args: string[], dir: string, env: NodeJS.ProcessEnv = {}): Proc {
-  const logFile = join(dir, `${name}.log`);
-  const out = createWriteStream(logFile);
+  // A log file of its own per start: a restarted process (or a second mvproxy pair with the same
+  // names) must not let waitFor() read the previous run's lines, and the file is created before
+  // spawn (createWriteStream opens asynchronously), so log() never sees stale content.
+  let logFile = join(dir, `${name}.log`);
+  for (let n = 2; existsSync(logFile); n++) logFile = join(dir, `${name}.${n}.log`);
+  const out = createWriteStream(logFile, { fd: openSync(logFile, 'w') });
   const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.pipe(out, { end: false });
   child.stderr!.pipe(out, { end: false });

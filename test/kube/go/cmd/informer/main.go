@@ -41,7 +41,6 @@ func main() {
 	resource := flag.String("resource", "", "resource (plural)")
 	namespace := flag.String("namespace", "", "namespace (empty: all)")
 	duration := flag.Duration("duration", 2*time.Minute, "exit after this long")
-	protobuf := flag.Bool("protobuf", false, "ask for application/vnd.kubernetes.protobuf (dynamic clients fall back to JSON for unstructured)")
 	flag.Parse()
 
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig}
@@ -53,9 +52,6 @@ func main() {
 	if err != nil {
 		emit(map[string]any{"type": "FATAL", "error": err.Error()})
 		os.Exit(2)
-	}
-	if *protobuf {
-		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	}
 	cfg.WarningHandler = nil
 	client, err := dynamic.NewForConfig(cfg)
