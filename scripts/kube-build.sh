@@ -2,7 +2,7 @@
 # Builds the real binaries of the real-Kubernetes suite (npm run test:kube) from the Go module proxy:
 # kube-apiserver v1.34.4 and v1.37.2, etcd v3.6.4, and the suite's Go programs (test/kube/go). Each
 # module under test/kube/build/ pins one release (k8s.io/kubernetes at the tag, every staging module
-# replaced by its v0.x tag). A binary is rebuilt only when its module files or this script changed
+# replaced by its v0.x tag). A binary is rebuilt only when its module files, its own sources (test/kube/go) or this script changed
 # (a stamp beside it holds their hash); Go's build cache makes a rebuild after a change cheap.
 # Prints one line per binary with what it reports of its version, then the total time.
 # Usage: scripts/kube-build.sh [outdir]   (default .cache/kube/bin)
@@ -17,8 +17,10 @@ START=$(date +%s)
 # build <module dir> <package> <output name> [ldflags]
 build() {
   local dir="$1" pkg="$2" name="$3" ld="${4:-}"
-  local stamp
-  stamp="$(cat "$dir/go.mod" "$dir/go.sum" "$0" | sha256sum | cut -c1-16)"
+  local stamp srcs=()
+  # The suite's own programs (./cmd/x) are rebuilt when their sources change too.
+  [[ "$pkg" == ./* ]] && mapfile -t srcs < <(find "$dir/$pkg" -name '*.go' | sort)
+  stamp="$(cat "$dir/go.mod" "$dir/go.sum" "$0" "${srcs[@]}" | sha256sum | cut -c1-16)"
   if [[ -x "$OUT/$name" && "$(cat "$OUT/$name.stamp" 2>/dev/null)" == "$stamp" ]]; then
     return 0
   fi

@@ -38,6 +38,9 @@ export function handleExecUpgrade(req: IncomingMessage, socket: Duplex, head: Bu
   if (!m || (req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return false;
   const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
   if (!PROTOCOLS.some((p) => offered.includes(p))) return false;
+  // Like kube-apiserver (Go's parser), skip offered protocols it does not speak, even ones that are
+  // not RFC 7230 tokens ("SPDY/3.1+portforward.k8s.io"), which the ws server would refuse with 400.
+  req.headers['sec-websocket-protocol'] = offered.filter((p) => PROTOCOLS.includes(p)).join(', ');
   wss.handleUpgrade(req, socket, head, (ws) => run(ws, m[1] === 'attach' ? ['cat'] : url.searchParams.getAll('command')));
   return true;
 }

@@ -55,7 +55,7 @@ export interface BridgeCallbacks {
   /** The upstream answered without switching: relay this response, then close the client connection. */
   refuse(status: number, headers: string[], body: Buffer): void;
   /** No answer from the upstream (unreachable, TLS, timeout): mvproxy's own Status. */
-  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED'): void;
+  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED' | 'MVP_ERR_UPGRADE_REFUSED'): void;
 }
 
 /** The headers the ws client must not be given: it writes its own handshake. */
@@ -73,23 +73,50 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
     const prev = headers[name];
     headers[name] = prev === undefined ? forwarded[i + 1] : Array.isArray(prev) ? [...prev, forwarded[i + 1]] : [prev, forwarded[i + 1]];
   }
+  // The client's sub-protocols are offered upstream verbatim, in one header line, and the server's
+  // choice is checked here: Kubernetes' names are not all RFC 7230 tokens (port-forward's tunnel is
+  // "SPDY/3.1+portforward.k8s.io", kubectl >= 1.31), which the ws client refuses to send (it throws).
   const protocols: string[] = [];
   for (let i = 0; i < req.headers.length; i += 2) {
     if (req.headers[i] === 'sec-websocket-protocol') for (const p of req.headers[i + 1].split(',')) if (p.trim()) protocols.push(p.trim());
   }
+  if (protocols.length) headers['sec-websocket-protocol'] = protocols.join(', ');
+  let chosen = '';
   const url = new URL(req.url, t.target);
   url.protocol = t.target.protocol === 'https:' ? 'wss:' : 'ws:';
   let settled = false;
-  const upstream = new WsClient(url, protocols, {
-    headers: headers as Record<string, string>, // arrays reach node:http as they are (ws copies the object)
-    perMessageDeflate: false, // messages pass through as they are; the client's extensions are not negotiated upstream
-    handshakeTimeout: t.headTimeoutMs,
-    maxPayload: 64 * 1024 * 1024,
-    ca: t.tls?.ca,
-    // The front-proxy certificate only with identity headers (carriesIdentity says why).
-    ...(req.identity ? { cert: t.tls?.cert, key: t.tls?.key } : {}),
-    followRedirects: false,
-    ...({ servername: t.tls?.servername } as object), // passed on to tls.connect like ca/cert/key
+  let upstream: WsClient;
+  try {
+    upstream = new WsClient(url, [], {
+      headers: headers as Record<string, string>, // arrays reach node:http as they are (ws copies the object)
+      perMessageDeflate: false, // messages pass through as they are; the client's extensions are not negotiated upstream
+      handshakeTimeout: t.headTimeoutMs,
+      maxPayload: 64 * 1024 * 1024,
+      ca: t.tls?.ca,
+      // The front-proxy certificate only with identity headers (carriesIdentity says why).
+      ...(req.identity ? { cert: t.tls?.cert, key: t.tls?.key } : {}),
+      followRedirects: false,
+      ...({ servername: t.tls?.servername } as object), // passed on to tls.connect like ca/cert/key
+    });
+  } catch {
+    // Nothing a client sends may throw out of the request path (an invalid URL, a header value
+    // node:http refuses): the client gets a Status, the daemon keeps running.
+    queueMicrotask(() => cb.fail('MVP_ERR_UPGRADE_REFUSED'));
+    return () => undefined;
+  }
+  // ws checks the 101 right after this event: it must see no sub-protocol (none was passed to it),
+  // so the server's choice is taken out here and checked against what the client offered.
+  upstream.on('upgrade', (res: IncomingMessage) => {
+    const p = res.headers['sec-websocket-protocol'];
+    delete res.headers['sec-websocket-protocol'];
+    if (p === undefined) return;
+    if (!protocols.includes(p)) {
+      settled = true;
+      upstream.terminate();
+      cb.fail('MVP_ERR_UPGRADE_FAILED');
+      return;
+    }
+    chosen = p;
   });
   upstream.on('open', () => {
     if (settled) {
@@ -97,7 +124,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
       return;
     }
     settled = true;
-    cb.accept(upstream.protocol, upstream);
+    cb.accept(chosen, upstream);
   });
   upstream.on('unexpected-response', (_r: ClientRequest, res: IncomingMessage) => {
     if (settled) {

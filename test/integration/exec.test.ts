@@ -103,6 +103,37 @@ for (const frontend of FRONTENDS) {
       assert.equal(code, 1000);
     });
 
+    test('sub-protocols that are not RFC 7230 tokens (port-forward\'s "SPDY/3.1+portforward.k8s.io") are offered upstream verbatim; the daemon keeps serving', { timeout: 30_000 }, async () => {
+      // kubectl >= 1.31 port-forward offers SPDY/3.1+portforward.k8s.io; the uWS front end once
+      // crashed on it (its WebSocket client throws on a '/' in a sub-protocol). The simulator picks
+      // v5 from the list, so the 101 shows the whole list reached it; offered alone, the simulator
+      // refuses it and that answer comes back.
+      const url = server.replace(/^http/, 'ws') + '/api/v1/namespaces/default/pods/shell/exec?command=echo&command=hi&stdout=true';
+      const both = new WebSocket(url, { headers: { ...AUTH, 'sec-websocket-protocol': 'SPDY/3.1+portforward.k8s.io, v5.channel.k8s.io' }, perMessageDeflate: false });
+      // The ws client itself cannot offer such a list: it is set as a header, and the answer taken
+      // out before ws checks it (as src/upstream/websocket.ts does).
+      let chosen: string | string[] | undefined;
+      both.on('upgrade', (res) => {
+        chosen = res.headers['sec-websocket-protocol'];
+        delete res.headers['sec-websocket-protocol'];
+      });
+      const out = await new Promise<string>((resolve, reject) => {
+        let o = '';
+        both.on('message', (m: Buffer) => {
+          if (m[0] === 1) o += m.subarray(1).toString();
+        });
+        both.once('close', () => resolve(o));
+        both.once('error', reject);
+      });
+      assert.equal(chosen, 'v5.channel.k8s.io');
+      assert.equal(out, 'hi\n');
+      const alone = await sendRaw(Number(new URL(server).port), `GET /api/v1/namespaces/default/pods/shell/portforward HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.authorization}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: SPDY/3.1+portforward.k8s.io\r\n\r\n`, { waitMs: 1500 });
+      assert.ok(alone.status >= 400 && alone.status < 500, `the simulator's refusal: ${alone.out}`);
+      assert.match(alone.out, /"kind":"Status"/);
+      const after = await call(server, '/api/v1/namespaces/default/pods/shell', { headers: AUTH });
+      assert.equal(after.status, 200, 'the daemon still serves');
+    });
+
     test('an exec the apiserver refuses (no such command protocol: SPDY here): its answer, never a tunnel', async () => {
       // SPDY upgrades (kubectl <= 1.29) reach the node front end's tunnel (the simulator refuses them
       // with a 400 Status); the uWS front end refuses them itself, naming the front end that carries them.

@@ -136,6 +136,12 @@ function apiserverArgs(pki: KubePKI, etcdURL: string, port: number, version: Kub
     `--proxy-client-cert-file=${pki.proxyClientCert}`,
     `--proxy-client-key-file=${pki.proxyClientKey}`,
     `--cert-dir=${join(pki.dir, 'cert-dir')}`,
+    // Pod streams (exec, attach, port-forward, logs) go to the fake kubelet (support/kubelet.ts) at
+    // the address and port its Node reports, verified against the cluster CA, as kubeadm sets up.
+    `--kubelet-client-certificate=${pki.kubeletClientCert}`,
+    `--kubelet-client-key=${pki.kubeletClientKey}`,
+    `--kubelet-certificate-authority=${pki.caFile}`,
+    '--kubelet-preferred-address-types=InternalIP',
     '--profiling=false',
     ...(runtimeConfig ? [`--runtime-config=${runtimeConfig}`] : []),
     ...extra,
@@ -234,13 +240,13 @@ export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-
 /** The newest kubectl the machine has (1.33), or the one asked for. */
 export const KUBECTL = kubectlPath(Number(process.env.MVPROXY_KUBECTL_MINOR ?? 33));
 
-/** Runs kubectl with a kubeconfig against server; rejects with stderr on a non-zero exit. */
+/** Runs kubectl with a kubeconfig against server; rejects with stdout, stderr and exitCode on a non-zero exit. */
 export function kubectlAs(kubeconfig: string, server: string, args: string[], opts: { input?: string; bin?: string; timeoutMs?: number } = {}): Promise<{ stdout: string; stderr: string }> {
   const home = mkdtempSync(join(tmpdir(), 'mvproxy-kubectl-'));
   return new Promise((resolve, reject) => {
     const child = execFile(opts.bin ?? KUBECTL, [`--kubeconfig=${kubeconfig}`, `--server=${server}`, `--cache-dir=${join(home, 'cache')}`, ...args], { timeout: opts.timeoutMs ?? 60_000, env: { ...process.env, HOME: home } }, (err, stdout, stderr) => {
       rmSync(home, { recursive: true, force: true });
-      if (err) reject(Object.assign(new Error(`kubectl ${args.join(' ')}: ${err.message}\n${stderr}`), { stdout, stderr }));
+      if (err) reject(Object.assign(new Error(`kubectl ${args.join(' ')}: ${err.message}\n${stderr}`), { stdout, stderr, exitCode: typeof err.code === 'number' ? err.code : null }));
       else resolve({ stdout, stderr });
     });
     if (opts.input !== undefined) child.stdin!.end(opts.input);

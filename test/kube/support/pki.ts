@@ -29,6 +29,12 @@ export interface KubePKI {
   /** sa.key signs service-account tokens, sa.pub verifies them. */
   serviceAccountKey: string;
   serviceAccountPub: string;
+  /** apiserver-kubelet-client.crt/.key: what kube-apiserver presents to kubelets (--kubelet-client-*). */
+  kubeletClientCert: string;
+  kubeletClientKey: string;
+  /** The fake kubelet's serving pair (127.0.0.1), signed by the cluster CA (--kubelet-certificate-authority). */
+  kubeletServingCert: string;
+  kubeletServingKey: string;
   /** --token-auth-file of the apiservers: one line, mvproxy's own identity. */
   tokenAuthFile: string;
   /** mvproxy's --local-apiserver-token-file. */
@@ -55,6 +61,9 @@ export async function createKubePKI(dir: string): Promise<KubePKI> {
     usage: 'server',
   });
   const proxyClient = await cluster.frontProxyCA.issue({ commonName: PROXY_CLIENT_CN, usage: 'client' });
+  // kubeadm's names: apiserver-kubelet-client (O kubeadm:cluster-admins) and a kubelet serving pair.
+  const kubeletClient = await cluster.clusterCA.issue({ commonName: 'kube-apiserver-kubelet-client', organization: ['kubeadm:cluster-admins'], usage: 'client' });
+  const kubeletServing = await cluster.clusterCA.issue({ commonName: 'fake-kubelet', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], usage: 'server' });
   const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const pem = (label: string, der: ArrayBuffer) => `-----BEGIN ${label}-----\n${Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
   const saKey = pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
@@ -69,6 +78,10 @@ export async function createKubePKI(dir: string): Promise<KubePKI> {
     apiserverKey: write('apiserver.key', serving.key),
     proxyClientCert: write('front-proxy-client.crt', proxyClient.cert, 0o644),
     proxyClientKey: write('front-proxy-client.key', proxyClient.key),
+    kubeletClientCert: write('apiserver-kubelet-client.crt', kubeletClient.cert, 0o644),
+    kubeletClientKey: write('apiserver-kubelet-client.key', kubeletClient.key),
+    kubeletServingCert: write('kubelet.crt', kubeletServing.cert, 0o644),
+    kubeletServingKey: write('kubelet.key', kubeletServing.key),
     serviceAccountKey: write('sa.key', saKey),
     serviceAccountPub: write('sa.pub', saPub, 0o644),
     // token,user,uid,"groups": kube-apiserver's static token file format.
