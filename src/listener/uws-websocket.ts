@@ -5,7 +5,7 @@
 // from the HttpRequest synchronously (uWS frees it when the handler returns).
 
 import { STATUS_CODES } from 'node:http';
-import type { HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uwebsockets';
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uwebsockets';
 import type { WebSocket as WsClient } from 'ws';
 import { openUpstreamWebSocket, sendableCloseCode, HIGH_WATER, LOW_WATER, MAX_BUFFERED, type WebSocketTarget, type WebSocketUpgradeRequest } from '../upstream/websocket';
 import { errorResponse } from '../respond/error';
@@ -38,50 +38,16 @@ export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder)
     idleTimeout: 0, // exec sessions sit idle for hours; the protocols above keep their own heartbeats
     sendPingsAutomatically: false,
     upgrade: (res, req, context) => {
-      const target = holder.webSocket;
-      const key = req.getHeader('sec-websocket-key');
-      const headers: string[] = [];
-      req.forEach((k, v) => {
-        headers.push(k, v);
-      });
-      const query = req.getQuery();
-      const upgrade: WebSocketUpgradeRequest = {
-        method: req.getCaseSensitiveMethod(),
-        url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
-        headers,
-        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
-        identity: holder.identityOf(res),
-      };
-      let aborted = false;
-      let abandon: (() => void) | null = null;
-      res.onAborted(() => {
-        aborted = true;
-        abandon?.();
-      });
-      if (target === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
-      if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
-      if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
-      abandon = openUpstreamWebSocket(upgrade, target, {
-        accept(protocol, upstream) {
-          if (aborted) return upstream.terminate();
-          const bridge: Bridge = { upstream, pendingUp: 0, clientPaused: false, upstreamPaused: false, closed: false };
-          res.cork(() => res.upgrade(bridge, key, protocol, '', context as us_socket_context_t));
-        },
-        refuse(status, head, body) {
-          if (aborted) return;
-          res.cork(() => {
-            res.writeStatus(`${status} ${STATUS_CODES[status] ?? 'Unknown'}`);
-            for (let i = 0; i < head.length; i += 2) {
-              const n = head[i].toLowerCase();
-              if (n !== 'date' && n !== 'content-length') res.writeHeader(head[i], head[i + 1]);
-            }
-            res.end(body, true);
-          });
-        },
-        fail(code) {
-          if (!aborted) answer(res, code);
-        },
-      });
+      // An exception out of a uWS handler ends the process: whatever a client sent, it gets a Status.
+      try {
+        upgradeOne(holder, res, req, context);
+      } catch {
+        try {
+          answer(res, 'MVP_ERR_UPGRADE_REFUSED');
+        } catch {
+          res.close(); // already answered or gone
+        }
+      }
     },
     open: (ws) => {
       const b = ws.getUserData();
@@ -143,6 +109,54 @@ export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder)
       const up = b.upstream;
       if (up.readyState === up.OPEN) up.close(sendableCloseCode(code, 1000), Buffer.from(new Uint8Array(message)));
       else up.terminate();
+    },
+  });
+}
+
+/** One WebSocket upgrade: held until the upstream WebSocket has switched, then accepted (or answered). */
+function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+  const target = holder.webSocket;
+  const key = req.getHeader('sec-websocket-key');
+  const headers: string[] = [];
+  req.forEach((k, v) => {
+    headers.push(k, v);
+  });
+  const query = req.getQuery();
+  const upgrade: WebSocketUpgradeRequest = {
+    method: req.getCaseSensitiveMethod(),
+    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    headers,
+    remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+    identity: holder.identityOf(res),
+  };
+  let aborted = false;
+  let abandon: (() => void) | null = null;
+  res.onAborted(() => {
+    aborted = true;
+    abandon?.();
+  });
+  if (target === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
+  if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
+  if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
+  abandon = openUpstreamWebSocket(upgrade, target, {
+    accept(protocol, upstream) {
+      if (aborted) return upstream.terminate();
+      const bridge: Bridge = { upstream, pendingUp: 0, clientPaused: false, upstreamPaused: false, closed: false };
+      res.cork(() => res.upgrade(bridge, key, protocol, '', context as us_socket_context_t));
+    },
+    refuse(status, head, body) {
+      if (aborted) return;
+      res.cork(() => {
+        res.writeStatus(`${status} ${STATUS_CODES[status] ?? 'Unknown'}`);
+        for (let i = 0; i < head.length; i += 2) {
+          const n = head[i].toLowerCase();
+          if (n !== 'date' && n !== 'content-length') res.writeHeader(head[i], head[i + 1]);
+        }
+        res.end(body, true);
+      });
+    },
+    fail(code) {
+      if (!aborted) answer(res, code);
     },
   });
 }
