@@ -1,5 +1,5 @@
 // Command-line flags, kube style (--flag=value, --flag value, booleans --flag/--flag=true/
-// --flag=false, comma lists, repeatable --feature-gates, -v=N/--v=N), parsed with commander 14
+// --flag=false, comma lists, repeatable --feature-gates, -v=N/--v=N), parsed with commander 15
 // (stack.md §6), merged with --config FILE by the kubelet rule (config/load.ts).
 // Defaults come from config/types.ts DEFAULTS: one place for each fact.
 

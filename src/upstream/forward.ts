@@ -75,26 +75,36 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.abortUpstream) this.abortUpstream(new ShutdownError());
   }
 
-  onConnect(abort: (err?: Error) => void): void {
-    this.abortUpstream = abort;
-    if (this.ex.clientClosed) abort(new ClientClosedError());
+  // undici 8's handler API (the legacy onConnect/onHeaders/onData one is gone): backpressure is
+  // controller.pause()/resume() instead of a false return, and the raw header Buffers are still
+  // there, as controller.rawHeaders, so the response head is built from bytes as before.
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.abortUpstream = (err?: Error) => controller.abort(err ?? new ClientClosedError());
+    if (this.ex.clientClosed) controller.abort(new ClientClosedError());
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    if (statusCode < 200) return true; // 1xx (100 Continue): informational, not forwarded
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+    if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
     this.status = statusCode;
     const res = this.ex.res;
-    res.writeHead(statusCode, responseHeadFrom(rawHeaders), this.o.longRunning);
-    res.onDrain = resume;
-    return true;
+    res.writeHead(statusCode, responseHeadFrom(controller.rawHeaders as Buffer[]), this.o.longRunning);
+    res.onDrain = () => controller.resume();
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.ex.clientClosed) return true; // abort is on its way; drop
-    return this.ex.res.write(chunk);
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.ex.clientClosed) return; // abort is on its way; drop
+    if (!this.ex.res.write(chunk)) controller.pause();
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
+    this.onComplete();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.onError(err);
+  }
+
+  private onComplete(): void {
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
@@ -102,7 +112,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.o.onDone(this.status, null);
   }
 
-  onError(err: Error): void {
+  private onError(err: Error): void {
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
