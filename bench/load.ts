@@ -1,12 +1,17 @@
 // The HTTP load generators, each run as its own process (pinned to the load-generator CPU):
 //   autocannon 9 (the users' tool; one thread, ~20-50k req/s ceiling here, latency in whole ms);
-//   wrk (Debian's, C, one thread: a higher ceiling and µs latency), where installed.
+//   wrk (Debian's, C, one thread: a higher ceiling and µs latency), where installed;
+//   h2load (Debian's nghttp2-client) for HTTP/2, where installed: connections/10 connections with
+//   10 concurrent streams each (client-go's way: few connections, many streams), latency from its
+//   per-request log.
 
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { startProc, which } from './lib';
 
-export type Tool = 'autocannon' | 'wrk';
+export type Tool = 'autocannon' | 'wrk' | 'h2load';
 
 export interface LoadSpec {
   url: string;
@@ -32,6 +37,12 @@ export interface LoadResult {
 const ROOT = join(__dirname, '..');
 const AUTOCANNON = join(ROOT, 'node_modules', 'autocannon', 'autocannon.js');
 export const WRK = which('wrk');
+export const H2LOAD = which('h2load');
+
+/** Whether a tool can run here (autocannon always: it is a dependency). */
+export function toolAvailable(t: Tool): boolean {
+  return t === 'autocannon' || (t === 'wrk' && WRK !== undefined) || (t === 'h2load' && H2LOAD !== undefined);
+}
 
 export function wrkVersion(): string | undefined {
   if (!WRK) return undefined;
@@ -40,7 +51,7 @@ export function wrkVersion(): string | undefined {
 }
 
 export async function runLoad(tool: Tool, s: LoadSpec): Promise<LoadResult> {
-  return tool === 'autocannon' ? autocannon(s) : wrk(s);
+  return tool === 'autocannon' ? autocannon(s) : tool === 'wrk' ? wrk(s) : h2load(s);
 }
 
 async function finish(name: string, cmd: string, args: string[], s: LoadSpec): Promise<string> {
@@ -120,4 +131,40 @@ async function wrk(s: LoadSpec): Promise<LoadResult> {
     non2xx: non2xx ? Number(non2xx[1]) : 0,
     bytesPerS: tr ? wrkSize(tr[1]!, tr[2]!) : NaN,
   };
+}
+
+async function h2load(s: LoadSpec): Promise<LoadResult> {
+  if (!H2LOAD) throw new Error('h2load is not installed (Debian: nghttp2-client)');
+  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-h2load-'));
+  const logFile = join(dir, 'requests.log');
+  const streams = 10;
+  const conns = Math.max(1, Math.round(s.connections / streams));
+  const args = ['-c', String(conns), '-m', String(streams), '-D', String(s.durationS), '--log-file', logFile];
+  for (const [k, v] of Object.entries(s.headers)) args.push('-H', `${k}: ${v}`);
+  args.push(s.url);
+  try {
+    const out = await finish('h2load', H2LOAD, args, s);
+    const fin = /finished in ([\d.]+)s, ([\d.]+) req\/s, ([\d.]+)([KMG]?B)\/s/.exec(out);
+    const reqs = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(out);
+    const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out);
+    if (!fin || !reqs) throw new Error(`cannot parse h2load output:\n${out}`);
+    if (!/application protocol: h2\b/i.test(out)) throw new Error(`h2load did not negotiate h2:\n${out.slice(0, 800)}`);
+    // Per request: start (µs since epoch), status, duration (µs).
+    const durations = readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
+    const pct = (q: number) => (durations.length ? durations[Math.min(durations.length - 1, Math.floor(q * durations.length))]! : NaN);
+    const done = Number(reqs[4]);
+    const unit: Record<string, number> = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
+    return {
+      tool: 'h2load',
+      requests: done,
+      rps: Number(fin[2]),
+      p50: Math.round(pct(0.5) * 100) / 100,
+      p99: Math.round(pct(0.99) * 100) / 100,
+      errors: Number(reqs[5]) + Number(reqs[6]) + Number(reqs[7]),
+      non2xx: codes ? Number(codes[2]) + Number(codes[3]) + Number(codes[4]) : 0,
+      bytesPerS: Number(fin[3]) * (unit[fin[4]!] ?? NaN),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -11,6 +11,10 @@ export interface ScenarioInfo {
   group: Group;
   path: string;
   accept: string;
+  /** The client talks TLS to the target (https). */
+  tls?: boolean;
+  /** Only these load tools apply (HTTP/2: h2load; TLS HTTP/1.1: wrk); default: every tool of the run. */
+  tools?: Tool[];
 }
 
 /** One load run of one scenario with one tool. */

@@ -12,6 +12,12 @@ export const README_END = '<!-- bench:results:end -->';
 const DIRECT_OF: Record<string, string | undefined> = { get: 'direct/get', list: 'direct/list' };
 const NGINX_OF: Record<string, string | undefined> = { get: 'nginx/get', list: 'nginx/list', discovery: 'nginx/apis-static' };
 
+const TOOL_NOTE: Record<Tool, string> = {
+  autocannon: "the users' tool, one thread; latency in whole ms",
+  wrk: 'C, one thread: the higher ceiling, µs latency',
+  h2load: 'nghttp2, HTTP/2 over TLS: connections/10 connections × 10 streams; latency from its per-request log',
+};
+
 export function summarize(scenarios: readonly ScenarioInfo[], runs: readonly RunRecord[], tools: readonly Tool[], serverCpu: number, clientCpu: number): Summary[] {
   const out: Summary[] = [];
   for (const tool of tools) {
@@ -143,7 +149,7 @@ export function markdown(r: BenchResult, chartFile: string | undefined, jsonFile
   for (const tool of s.tools) {
     const rows = r.summary.filter((x) => x.tool === tool);
     if (rows.length === 0) continue;
-    L.push(`**${tool}** (${tool === 'wrk' ? 'C, one thread: the higher ceiling, µs latency' : 'the users\' tool, one thread; latency in whole ms'})`);
+    L.push(`**${tool}** (${TOOL_NOTE[tool]})`);
     L.push('');
     L.push('| scenario | req/s | p50 ms | p99 ms | × direct | × nginx | RSS MB | CPU µs/req | busy % server/client CPU | others % | errors |');
     L.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');

@@ -19,7 +19,7 @@ import { join, relative } from 'node:path';
 import { Pool } from 'undici';
 import { ACCEPT_DISCOVERY_JSON, ACCEPT_DISCOVERY_PB, ACCEPT_JSON, PATHS } from './payloads';
 import { childrenCpuSeconds, cpuBusy, cpuSeconds, cpuTimes, median, memory, repin, round, sleep, startProc, TASKSET, type Proc } from './lib';
-import { runLoad, WRK, wrkVersion, type Tool } from './load';
+import { runLoad, toolAvailable, WRK, wrkVersion, type Tool } from './load';
 import { buildDist, makePKI, startBackend, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type Pinning, type Runtime } from './targets';
 import { checks, markdown, summarize, summarizeWatches, svgChart, updateReadme } from './report';
 import type { BenchResult, OpenWatches, RunRecord, ScenarioInfo, TargetInfo, WatchRecord } from './model';
@@ -74,7 +74,11 @@ const CLIENT_CPU = Number((PINNING.client ?? '1').split(/[,-]/)[0]);
 
 // ---------------------------------------------------------------- scenarios
 
-const S = (id: string, label: string, group: ScenarioInfo['group'], path: string, accept: string): ScenarioInfo => ({ id, label, target: id.split('/')[0]!, group, path, accept });
+const S = (id: string, label: string, group: ScenarioInfo['group'], path: string, accept: string, o: { target?: string; tls?: boolean; tools?: Tool[] } = {}): ScenarioInfo => ({ id, label, target: o.target ?? id.split('/')[0]!, group, path, accept, ...(o.tls ? { tls: true } : {}), ...(o.tools ? { tools: o.tools } : {}) });
+// The front ends as clients reach them in production, over TLS: HTTP/1.1 (wrk) on both, and HTTP/2
+// (h2load) on the node front end, which offers h2 by ALPN (uWS speaks HTTP/1.1 only).
+const TLS_H1: Partial<Parameters<typeof S>[5]> = { tls: true, tools: ['wrk'] };
+const TLS_H2: Partial<Parameters<typeof S>[5]> = { target: 'node-tls', tls: true, tools: ['h2load'] };
 
 const ALL: ScenarioInfo[] = [
   S('direct/get', 'direct (backend, no proxy)', 'get', PATHS.get, ACCEPT_JSON),
@@ -91,6 +95,12 @@ const ALL: ScenarioInfo[] = [
   S('nginx/list', 'nginx (upstream keepalive)', 'list', PATHS.list, ACCEPT_JSON),
   S('haproxy/list', 'HAProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('go/list', 'Go httputil.ReverseProxy', 'list', PATHS.list, ACCEPT_JSON),
+  S('uws-tls/get', 'mvproxy local, uWS, TLS HTTP/1.1', 'get', PATHS.get, ACCEPT_JSON, TLS_H1),
+  S('node-tls/get', 'mvproxy local, node, TLS HTTP/1.1', 'get', PATHS.get, ACCEPT_JSON, TLS_H1),
+  S('node-h2/get', 'mvproxy local, node, TLS HTTP/2 (10 streams per connection)', 'get', PATHS.get, ACCEPT_JSON, TLS_H2),
+  S('uws-tls/list', 'mvproxy local, uWS, TLS HTTP/1.1', 'list', PATHS.list, ACCEPT_JSON, TLS_H1),
+  S('node-tls/list', 'mvproxy local, node, TLS HTTP/1.1', 'list', PATHS.list, ACCEPT_JSON, TLS_H1),
+  S('node-h2/list', 'mvproxy local, node, TLS HTTP/2 (10 streams per connection)', 'list', PATHS.list, ACCEPT_JSON, TLS_H2),
   S('uws/apis-json', 'mvproxy /apis JSON, uWS', 'discovery', PATHS.apis, ACCEPT_DISCOVERY_JSON),
   S('uws/apis-pb', 'mvproxy /apis protobuf, uWS', 'discovery', PATHS.apis, ACCEPT_DISCOVERY_PB),
   S('node/apis-json', 'mvproxy /apis JSON, node:http', 'discovery', PATHS.apis, ACCEPT_DISCOVERY_JSON),
@@ -106,6 +116,8 @@ const WATCH_TARGETS: { id: string; label: string; target: string }[] = [
   { id: 'go/watch', label: 'Go httputil.ReverseProxy', target: 'go' },
 ];
 
+/** The tools a scenario runs with in this run. */
+const toolsOf = (sc: ScenarioInfo): Tool[] => (sc.tools ? sc.tools.filter(toolAvailable) : TOOLS);
 const selected = (id: string) => ONLY.length === 0 || ONLY.some((o) => id === o || (o.endsWith('/') && id.startsWith(o)) || id.startsWith(o + '/'));
 let scenarios = ALL.filter((s) => selected(s.id));
 let watchScenarios = WATCH ? WATCH_TARGETS.filter((w) => selected(w.id)) : [];
@@ -147,11 +159,12 @@ async function setup(): Promise<void> {
   const need = new Set<string>([...scenarios.map((s) => s.target), ...watchScenarios.map((w) => w.target), ...openTargets]);
   const needA = need.has('uws') || need.has('peer');
   const needC = need.has('node');
+  const needTLS = need.has('uws-tls') || need.has('node-tls');
   const needB = need.has('peer') || (need.has('uws') && !SMOKE) || needC;
   tmp = mkdtempSync(join(os.tmpdir(), 'mvproxy-bench-'));
 
   let runtime = RUNTIME;
-  if ((needA || needC) && runtime === 'dist') {
+  if ((needA || needC || needTLS) && runtime === 'dist') {
     const t0 = performance.now();
     const err = buildDist();
     if (err) {
@@ -170,8 +183,8 @@ async function setup(): Promise<void> {
 
   const profFlags = (name: string) => (PROFILE ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`] : []);
   const profiled = (t: string) => PROFILE !== undefined && (PROFILE.startsWith(t + '/') || (t === 'uws' && PROFILE.startsWith('peer/')) || (t === 'b' && PROFILE.startsWith('peer/')));
-  if (needA || needC) {
-    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c']);
+  if (needA || needC || needTLS) {
+    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c', 'd', 'e']);
     let B: Mvproxy | undefined;
     if (needB) {
       B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('b') ? profFlags('mvproxy-b') : [])] });
@@ -208,6 +221,14 @@ async function setup(): Promise<void> {
       }
       targetInfo.push({ name: 'mvproxy A (uWS front end)', idleRssMB: MB(memory(A.proc.pid).rss) });
       log(`mvproxy A (uws): pid ${A.proc.pid}, client :${A.clientPort}${B ? `, peer B pid ${B.proc.pid} peer listener :${B.peerPort}` : ''}`);
+    }
+    for (const [t, name, frontend] of [['uws-tls', 'd', 'uws'], ['node-tls', 'e', 'node']] as const) {
+      if (!need.has(t)) continue;
+      const M = await startMvproxy({ name, frontend, localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, clientTLS: true, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled(t) ? profFlags(`mvproxy-${name}`) : [])] });
+      procs.push(M.proc);
+      targets.set(t, { name: t, port: M.clientPort, pids: () => [M.proc.pid] });
+      targetInfo.push({ name: `mvproxy ${name.toUpperCase()} (${frontend} front end, TLS)`, idleRssMB: MB(memory(M.proc.pid).rss) });
+      log(`mvproxy ${name.toUpperCase()} (${frontend}, TLS): pid ${M.proc.pid}, client :${M.clientPort}`);
     }
     if (needC) {
       const C = await startMvproxy({ name: 'c', frontend: 'node', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('node') ? profFlags('mvproxy-c') : [])] });
@@ -261,7 +282,7 @@ async function setup(): Promise<void> {
       skippedScenarios.push({ scenario: sc.id, reason: `target ${sc.target} not running` });
       continue;
     }
-    const pool = new Pool(`http://127.0.0.1:${t.port}`);
+    const pool = scenarioPool(sc, t.port, 1);
     try {
       const r = await pool.request({ path: sc.path, method: 'GET', headers: { accept: sc.accept } });
       const body = Buffer.from(await r.body.arrayBuffer());
@@ -288,10 +309,16 @@ let runtimeUsed: Runtime = RUNTIME;
 let mvSetup: { pki: Awaited<ReturnType<typeof makePKI>>; peers: Record<string, string>; runtime: Runtime } | undefined;
 const profileDir = join(OUT_DIR, 'profiles');
 
+/** A client of the scenario's target as its load tool speaks to it (TLS, HTTP/2 for h2load ones). */
+function scenarioPool(sc: ScenarioInfo, port: number, connections: number): Pool {
+  if (!sc.tls) return new Pool(`http://127.0.0.1:${port}`, { connections });
+  return new Pool(`https://127.0.0.1:${port}`, { connections, allowH2: sc.tools?.includes('h2load') ?? false, connect: { rejectUnauthorized: false } });
+}
+
 /** Warms JIT, connection pools and caches: requests from this process (not measured). */
 async function warm(sc: ScenarioInfo, n: number): Promise<void> {
   const t = targets.get(sc.target)!;
-  const pool = new Pool(`http://127.0.0.1:${t.port}`, { connections: 16 });
+  const pool = scenarioPool(sc, t.port, 16);
   let left = n;
   const worker = async () => {
     while (left-- > 0) {
@@ -324,7 +351,7 @@ async function measure(sc: ScenarioInfo, tool: Tool, roundNo: number, durationS 
   const w0 = performance.now();
   let res;
   try {
-    res = await runLoad(tool, { url: `http://127.0.0.1:${t.port}${sc.path}`, connections: CONNECTIONS, durationS, headers: { accept: sc.accept }, cpus: PINNING.client });
+    res = await runLoad(tool, { url: `${sc.tls ? 'https' : 'http'}://127.0.0.1:${t.port}${sc.path}`, connections: CONNECTIONS, durationS, headers: { accept: sc.accept }, cpus: PINNING.client });
   } finally {
     if (direct && PINNING.client) repin(backend!.proc.pid, PINNING.client);
   }
@@ -505,8 +532,8 @@ async function main(): Promise<void> {
   for (let r = 0; r < ROUNDS; r++) {
     log(`round ${r + 1}/${ROUNDS}`);
     const order = r % 2 === 0 ? scenarios : [...scenarios].reverse();
-    const tools = r % 2 === 0 ? TOOLS : [...TOOLS].reverse();
     for (const sc of order) {
+      const tools = r % 2 === 0 ? toolsOf(sc) : [...toolsOf(sc)].reverse();
       for (const tool of tools) {
         try {
           runs.push(await measure(sc, tool, r));
@@ -540,7 +567,8 @@ async function main(): Promise<void> {
     }
   }
 
-  const summary = summarize(scenarios, runs, TOOLS, SERVER_CPU, CLIENT_CPU);
+  const toolsUsed = [...TOOLS, ...new Set(scenarios.flatMap(toolsOf).filter((t) => !TOOLS.includes(t)))];
+  const summary = summarize(scenarios, runs, toolsUsed, SERVER_CPU, CLIENT_CPU);
   const watchSummary = summarizeWatches(watchScenarios, watchRuns);
   const saturated = summary.filter((s) => PIN && s.busyClient >= 0.95).map((s) => `${s.scenario} (${s.tool})`);
   if (saturated.length) notes.push(`the load-generator CPU was ≥ 95 % busy (median) in ${saturated.join(', ')}: there the client side (tool + backend${summary.some((s) => s.others > 0.2) ? ' + other processes' : ''}) may have capped req/s`);
@@ -560,7 +588,7 @@ async function main(): Promise<void> {
       rounds: ROUNDS,
       durationS: DURATION,
       connections: CONNECTIONS,
-      tools: TOOLS,
+      tools: toolsUsed,
       toolVersions: { autocannon: '9.0.0', ...(WRK ? { wrk: wrkVersion() ?? 'unknown' } : {}) },
       pinning: { server: PINNING.server ?? null, client: PINNING.client ?? null, note: pinNote },
       runtime: (runtimeUsed === 'dist' ? 'compiled (tsc → bench/.build, as dist/ in the image), NODE_ENV=production' : 'tsx (node --import tsx src/main.ts)') + (PROXY_NODE_FLAGS.length ? `, node flags ${PROXY_NODE_FLAGS.join(' ')}` : ''),

@@ -85,6 +85,8 @@ export interface MvproxySpec {
   cpus?: string;
   /** Extra node flags (e.g. --cpu-prof). */
   nodeFlags?: string[];
+  /** Serve clients over TLS with the node's serving certificate (the node front end then offers h2). */
+  clientTLS?: boolean;
 }
 
 export interface Mvproxy {
@@ -118,6 +120,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
     `--server-id=${serverID}`,
     '--metrics-bind-address=127.0.0.1:0',
     ...Object.entries(s.peers).map(([id, addr]) => `--static-peers=${id}=${addr}`),
+    ...(s.clientTLS ? [`--tls-cert-file=${certs.servingCert}`, `--tls-private-key-file=${certs.servingKey}`] : []),
   ];
   const entry = s.runtime === 'dist' ? [join(BUILD_DIR, 'src', 'main.js')] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   // As the image runs it (Dockerfile ENV).
