@@ -87,7 +87,10 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
     this.status = statusCode;
     const res = this.ex.res;
-    res.writeHead(statusCode, responseHeadFrom(controller.rawHeaders as Buffer[]), this.o.longRunning);
+    // Raw header lines (HTTP/1.1; pools.ts keeps the upstream on it): names and values as sent.
+    const raw = controller.rawHeaders;
+    if (!Array.isArray(raw)) throw new Error('the upstream answer has no raw header lines (HTTP/2 upstream?)');
+    res.writeHead(statusCode, responseHeadFrom(raw), this.o.longRunning);
     res.onDrain = () => controller.resume();
   }
 

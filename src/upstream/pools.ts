@@ -30,6 +30,10 @@ export function createPool(origin: string, o: PoolOptions): Pool {
   return new Pool(origin, {
     connections: null,
     pipelining: 1,
+    // HTTP/1.1 upstream, always: undici 8 negotiates h2 by default, and kube-apiserver offers it.
+    // Over h2 the response head arrives as an object, not the raw lines forwarded here (every
+    // header but Date was lost through a real apiserver), and watches would share one connection.
+    allowH2: false,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 600_000,
     connect: {

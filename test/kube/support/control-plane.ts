@@ -85,6 +85,8 @@ export interface ApiserverSpec {
   args?: string[];
   /** Kubernetes' own peer proxy: --peer-ca-file and --peer-advertise-ip/-port (the gate goes in args). */
   inTreePeerProxy?: boolean;
+  /** Serve what the release serves by default (no RUNTIME_CONFIG), as in a real rolling upgrade. */
+  releaseDefaults?: boolean;
 }
 
 async function startEtcd(dir: string): Promise<{ proc: Proc; url: string }> {
@@ -106,8 +108,8 @@ async function startEtcd(dir: string): Promise<{ proc: Proc; url: string }> {
   return { proc, url };
 }
 
-function apiserverArgs(pki: KubePKI, etcdURL: string, port: number, version: KubeVersion, auditLog: string, extra: string[]): string[] {
-  const runtimeConfig = RUNTIME_CONFIG[version];
+function apiserverArgs(pki: KubePKI, etcdURL: string, port: number, version: KubeVersion, auditLog: string, extra: string[], releaseDefaults = false): string[] {
+  const runtimeConfig = releaseDefaults ? undefined : RUNTIME_CONFIG[version];
   return [
     `--audit-policy-file=${join(pki.dir, 'audit-policy.yaml')}`,
     `--audit-log-path=${auditLog}`,
@@ -192,7 +194,7 @@ export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-
       const launch = async () => {
         const inTree = spec.inTreePeerProxy ? [`--peer-ca-file=${pki.caFile}`, '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${port}`] : [];
         const [bin, prefix] = ownHostname(spec.name, binary(`kube-apiserver-${a.version}`));
-        a.proc = startProcess(`${spec.name}-${a.version}`, bin, [...prefix, ...apiserverArgs(pki, etcd.url, port, a.version, auditLog, [...inTree, ...(spec.args ?? [])])], dir);
+        a.proc = startProcess(`${spec.name}-${a.version}`, bin, [...prefix, ...apiserverArgs(pki, etcd.url, port, a.version, auditLog, [...inTree, ...(spec.args ?? [])], spec.releaseDefaults)], dir);
         procs.push(a.proc);
         await waitFor(() => `${a.name} ${url}/readyz`, async () => (await httpsGet(`${url}/readyz`, { ca, cert: admin.cert, key: admin.key })).status === 200, 120_000, a.proc);
       };
