@@ -53,6 +53,8 @@ export interface ClientCounts {
   longestOutageMs: number;
   /** 503s and requests without an answer outside the documented window. */
   outsideWindow: number;
+  /** ClusterTrustBundle (v1.37-only) requests while the apiservers ran mixed versions: answered 2xx / not. */
+  newerOnlyWhileMixed: { ok: number; failed: number };
 }
 
 export interface ScenarioResult {
@@ -154,6 +156,7 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
     await Promise.all(clients.map((c) => c.stop(5000)));
     for (const w of watches.flat()) w.stop();
     const seedsAt = t0 + timeline.find((e) => e.event.startsWith('ClusterTrustBundle seeds'))!.atMs;
+    const bStops = down[1]![0];
     const aReady = down[0]![1];
 
     const counts: ClientCounts[] = clients.map((c, i) => {
@@ -184,8 +187,10 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         if (r.code === 404 && exists(r)) spurious404++;
         if ((r.code === 503 || r.code === 0) && !inWindow(r.t)) outsideWindow++;
       }
+      const mixed = reqs.filter((r) => r.res === 'clustertrustbundles' && r.t > seedsAt && r.t < bStops);
       return {
         client: `c${i}`,
+        newerOnlyWhileMixed: { ok: mixed.filter((r) => r.code >= 200 && r.code < 300).length, failed: mixed.filter((r) => r.code < 200 || r.code >= 300).length },
         via: via[i]!,
         requests: reqs.length,
         byCode,
@@ -209,9 +214,9 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
 export function upgradeTable(results: ScenarioResult[]): string {
   const codes = [...new Set(results.flatMap((r) => r.clients.flatMap((c) => Object.keys(c.byCode))))].sort();
   const L = [
-    `| clients through | client | requests | ${codes.map((c) => `${c}`).join(' | ')} | spurious 404s | informer watch errors | kubectl watch restarts | longest outage s | 503/no answer outside window |`,
-    `|---|---|---:|${codes.map(() => '---:').join('|')}|---:|---:|---:|---:|---:|`,
+    `| clients through | client | requests | ${codes.map((c) => `${c}`).join(' | ')} | spurious 404s | v1.37-only kind while mixed: ok / failed | informer watch errors | kubectl watch restarts | longest outage s | 503/no answer outside window |`,
+    `|---|---|---:|${codes.map(() => '---:').join('|')}|---:|---:|---:|---:|---:|---:|`,
   ];
-  for (const r of results) for (const c of r.clients) L.push(`| ${c.via} | ${c.client} | ${c.requests} | ${codes.map((k) => c.byCode[k] ?? 0).join(' | ')} | **${c.spurious404}** | ${c.watchErrors} | ${c.kubectlWatchRestarts} | ${(c.longestOutageMs / 1000).toFixed(1)} | ${c.outsideWindow} |`);
+  for (const r of results) for (const c of r.clients) L.push(`| ${c.via} | ${c.client} | ${c.requests} | ${codes.map((k) => c.byCode[k] ?? 0).join(' | ')} | **${c.spurious404}** | ${c.newerOnlyWhileMixed.ok} / ${c.newerOnlyWhileMixed.failed} | ${c.watchErrors} | ${c.kubectlWatchRestarts} | ${(c.longestOutageMs / 1000).toFixed(1)} | ${c.outsideWindow} |`);
   return L.join('\n');
 }
