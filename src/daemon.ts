@@ -206,6 +206,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   health.add('readyz', 'shutdown', () => (shuttingDown ? new Error('process is shutting down') : null));
   health.add('readyz', 'local-discovery', () => (sync.localSynced ? null : new Error('the local apiserver\'s discovery has not been fetched yet')));
   health.add('readyz', 'discovery-snapshot-published', () => (routes.current.synced && (!proxyEnabled || routes.discovery !== undefined) ? null : new Error('no discovery snapshot published yet')));
+  handler.health = health;
   // One dead peer is what this daemon exists to survive: peers are informational, never failing readiness.
   const addPeerChecks = (peers: readonly { id: string }[]) => {
     for (const n of health.names('readyz')) if (n.startsWith('peer-')) health.remove('readyz', n);

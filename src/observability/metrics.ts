@@ -72,4 +72,28 @@ export class Metrics {
     this.buildInfo = new Gauge({ name: 'mvproxy_build_info', help: '[ALPHA] A metric with a constant value of 1 labelled by the build and the front end in use', labelNames: ['version', 'node_version', 'frontend'], registers });
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
   }
+
+  private scrapes: Promise<unknown> = Promise.resolve();
+
+  /**
+   * One exposition of the registry, Prometheus text or OpenMetrics. prom-client renames every
+   * counter for good during an OpenMetrics scrape (it strips `_total` from the metric's name and
+   * never puts it back, so each later plain scrape lacked `_total`), and it keeps the format on the
+   * registry: scrapes run one at a time, and the names are restored after each.
+   */
+  scrape(openMetrics: boolean): Promise<{ contentType: string; text: string }> {
+    const run = async () => {
+      const names = this.registry.getMetricsAsArray().map((m) => [m, m.name] as const);
+      // prom-client's typings know only the Prometheus text type; the OpenMetrics one is supported at runtime.
+      this.registry.setContentType((openMetrics ? 'application/openmetrics-text; version=1.0.0; charset=utf-8' : 'text/plain; version=0.0.4; charset=utf-8') as 'text/plain; version=0.0.4; charset=utf-8');
+      try {
+        return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+      } finally {
+        for (const [m, name] of names) (m as { name: string }).name = name;
+      }
+    };
+    const p = this.scrapes.then(run, run);
+    this.scrapes = p.catch(() => undefined);
+    return p;
+  }
 }

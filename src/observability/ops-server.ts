@@ -41,13 +41,9 @@ export function listenOps(o: OpsOptions): Promise<RunningListener> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
-      const reg = o.metrics.registry;
-      const open = (req.headers.accept ?? '').includes(OPENMETRICS);
-      // prom-client's typings know only the Prometheus text type; the OpenMetrics one is supported at runtime.
-      reg.setContentType((open ? 'application/openmetrics-text; version=1.0.0; charset=utf-8' : 'text/plain; version=0.0.4; charset=utf-8') as 'text/plain; version=0.0.4; charset=utf-8');
-      reg.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'content-type': reg.contentType });
+      o.metrics.scrape((req.headers.accept ?? '').includes(OPENMETRICS)).then(
+        ({ contentType, text }) => {
+          res.writeHead(200, { 'content-type': contentType });
           res.end(text);
         },
         (err: Error) => {

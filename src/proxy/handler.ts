@@ -6,6 +6,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
+import type { HealthChecks, HealthResponse } from '../observability/healthz';
 import type { Exchange } from '../listener/exchange';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
 import { isLongRunning, streamHeadTimeoutMs } from '../request/longrunning';
@@ -78,9 +79,20 @@ export class ProxyHandler {
     clearInterval(this.sweeper);
   }
 
+  /**
+   * mvproxy's own health checks (the ops listener's), set once the daemon has built them. On the
+   * client port /livez, /readyz and /healthz answer with mvproxy's failure when one of its checks
+   * fails (while it shuts down: /readyz with `[-]shutdown failed` at once), else with the local
+   * apiserver's answer; so a load balancer probing the client port drains this node first.
+   */
+  health?: HealthChecks;
+
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
-    if (this.draining) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    const own = (ex.method === 'GET' || ex.method === 'HEAD') && this.health ? this.health.evaluate(ex.path, ex.query) : undefined;
+    if (own?.status === 500) return writeHealth(ex, own);
+    // A health path passes to the local apiserver also while draining (its /livez stays meaningful).
+    if (this.draining && own === undefined) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
     // Only origin-form targets: an absolute-form (http://host/path) or asterisk-form (*) target would
     // be routed on one path while the apiserver reads another.
@@ -272,6 +284,15 @@ export class ProxyHandler {
 }
 
 /** Writes one of mvproxy's own errors as a metav1.Status. */
+/** A health answer in Kubernetes' text format (observability/healthz.ts). */
+function writeHealth(ex: Exchange, h: HealthResponse): void {
+  const body = Buffer.from(ex.method === 'HEAD' ? '' : h.body);
+  const headers = Object.entries(h.headers).flat();
+  ex.res.writeHead(h.status, { headers, contentLength: Buffer.byteLength(h.body), contentType: h.headers['content-type'] ?? 'text/plain; charset=utf-8' }, false);
+  if (body.length) ex.res.write(body);
+  ex.res.end();
+}
+
 export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
   const { status, headers, body } = errorResponse(code, message);
   // Answered before the request body was read whole (the upstream died mid-upload): the front end

@@ -88,3 +88,49 @@ function countBy(xs: number[]): Record<string, number> {
   for (const x of xs) m[x] = (m[x] ?? 0) + 1;
   return m;
 }
+
+for (const frontend of FRONTENDS) {
+  test(`health on the client port (${frontend} front end): the local apiserver's answer, and mvproxy's /readyz failure (shutdown named) from the first moment of a shutdown`, async () => {
+    const upstream = await startFakeUpstream((req, res) => {
+      if (req.url?.startsWith('/readyz') || req.url?.startsWith('/livez')) {
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'x-from': 'apiserver' });
+        res.end(req.url.includes('verbose') ? '[+]etcd ok\nreadyz check passed\n' : 'ok');
+        return true;
+      }
+      return false;
+    });
+    const d = await startChildDaemon([`--frontend=${frontend}`, '--secure-port=0', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${upstream.url}`, '--shutdown-delay-duration=1500ms', '--shutdown-drain-timeout=2s']);
+    const base = `http://127.0.0.1:${d.clientPort}`;
+    try {
+      // Until mvproxy itself is ready (its discovery fetched and published), the client port says so.
+      for (let i = 0; ; i++) {
+        const r = await request(`http://127.0.0.1:${d.metricsPort}/readyz`);
+        await r.body.dump();
+        if (r.statusCode === 200) break;
+        assert.ok(i < 100, 'mvproxy ready within 10 s');
+        await sleep(100);
+      }
+      const ok = await request(`${base}/readyz?verbose`);
+      assert.equal(ok.statusCode, 200);
+      assert.equal(ok.headers['x-from'], 'apiserver', 'a healthy mvproxy passes /readyz to the local apiserver');
+      assert.match(await ok.body.text(), /\[\+\]etcd ok/);
+      const named = await request(`${base}/readyz/etcd`);
+      assert.equal(named.headers['x-from'], 'apiserver', 'a check only the apiserver has goes to it');
+      await named.body.dump();
+      const exited = d.stop('SIGTERM');
+      await sleep(300);
+      const during = await request(`${base}/readyz`);
+      assert.equal(during.statusCode, 500);
+      assert.equal(during.headers['content-type'], 'text/plain; charset=utf-8');
+      assert.match(await during.body.text(), /^\[\+\]ping ok\n\[-\]shutdown failed: reason withheld\n[\s\S]*readyz check failed\n$/);
+      const live = await request(`${base}/livez`);
+      assert.equal(live.statusCode, 200, '/livez stays the apiserver\'s answer while mvproxy drains');
+      assert.equal(live.headers['x-from'], 'apiserver');
+      await live.body.dump();
+      assert.equal(await exited, 0);
+    } finally {
+      await d.stop('SIGKILL');
+      await upstream.close();
+    }
+  });
+}
