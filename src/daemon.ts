@@ -160,7 +160,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     } catch (e) {
       // This uWS build binds without SO_REUSEADDR: after a restart, connections it closed itself
       // sit in TIME_WAIT for up to 60 s and block the port. node:http (libuv) can bind: keep serving.
-      if (config.frontend === 'uws') throw new ConfigError(`--frontend=uws: ${(e as Error).message}`);
+      // Asked for uWS: never switch; the listen failure is a runtime one (exit 1, main.ts says which flag).
+      if (config.frontend === 'uws') throw e;
       frontendReason = `uWebSockets.js could not listen (${(e as Error).message})`;
       frontend = 'node';
     }

@@ -4,7 +4,8 @@
 
 import { Command, CommanderError } from 'commander';
 import { configFromCommand, daemonFlags, normalizeArgs } from './cli/flags';
-import { checkFilesReadable, isConfigError } from './config/load';
+import { checkFilesReadable, checkTLSFiles, isConfigError } from './config/load';
+import { describeStartFailure } from './cli/start-failure';
 import { startDaemon } from './daemon';
 import pkg from '../package.json';
 
@@ -42,6 +43,7 @@ async function main(argv: string[]): Promise<void> {
     try {
       config = configFromCommand(cmd);
       checkFilesReadable(config);
+      checkTLSFiles(config);
     } catch (e) {
       if (isConfigError(e)) fail(e.message);
       throw e;
@@ -51,7 +53,9 @@ async function main(argv: string[]): Promise<void> {
       daemon = await startDaemon(config);
     } catch (e) {
       if (isConfigError(e) || (e as { code?: string }).code === 'ENOENT') fail((e as Error).message);
-      throw e;
+      // One line naming the flag and the cause, no stack: a port in use is an operator's problem.
+      process.stderr.write(`mvproxy: ${describeStartFailure(e, config)}\n`);
+      process.exit(1);
     }
     // First signal: the graceful sequence (exit 0 when done). A second one exits at once.
     let signalled = false;

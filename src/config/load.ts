@@ -17,6 +17,7 @@
 // SETTINGS below is the one table of settings: DaemonConfig key, flag, file field, value kind.
 
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq, parseAllDocuments, type Document, type Node } from 'yaml';
@@ -604,6 +605,50 @@ export function checkFilesReadable(c: DaemonConfig, read: (f: string) => unknown
       read(f);
     } catch (e) {
       problems.push(`${settingName(s.key)}: open ${f}: ${fsReason(e)}`);
+    }
+  }
+  if (problems.length > 0) throw new InvalidConfigError(problems.join('; '));
+}
+
+/** The certificate/key pairs and CA bundles a configuration names. */
+const KEY_PAIRS: [keyof DaemonConfig, keyof DaemonConfig][] = [
+  ['tlsCertFile', 'tlsPrivateKeyFile'],
+  ['peerTLSCertFile', 'peerTLSPrivateKeyFile'],
+  ['proxyClientCertFile', 'proxyClientKeyFile'],
+];
+const CA_FILES: (keyof DaemonConfig)[] = ['clientCAFile', 'peerCAFile', 'localAPIServerCAFile', 'requestheaderClientCAFile'];
+
+/** OpenSSL's words, as an operator reads them. */
+function tlsReason(e: unknown): string {
+  const m = (e as Error).message ?? String(e);
+  if (/key values mismatch/i.test(m)) return 'the private key does not belong to the certificate';
+  if (/DECODER routines::unsupported|no start line|PEM|ASN1|bad base64/i.test(m)) return `not a PEM file of the expected kind (${m})`;
+  return m;
+}
+
+/**
+ * Every certificate/key pair loads and matches, every CA bundle parses (checked before anything
+ * starts: a bad pair would otherwise surface as an OpenSSL error with a stack from a listener).
+ */
+export function checkTLSFiles(c: DaemonConfig, read: (f: string) => Buffer = (f) => readFileSync(f)): void {
+  const problems: string[] = [];
+  for (const [certKey, keyKey] of KEY_PAIRS) {
+    const cert = c[certKey] as string | undefined;
+    const key = c[keyKey] as string | undefined;
+    if (!cert || !key) continue;
+    try {
+      createSecureContext({ cert: read(cert), key: read(key) });
+    } catch (e) {
+      problems.push(`${settingName(certKey)} and ${settingName(keyKey)}: ${tlsReason(e)}`);
+    }
+  }
+  for (const k of CA_FILES) {
+    const f = c[k] as string | undefined;
+    if (!f) continue;
+    try {
+      createSecureContext({ ca: read(f) });
+    } catch (e) {
+      problems.push(`${settingName(k)}: ${tlsReason(e)}`);
     }
   }
   if (problems.length > 0) throw new InvalidConfigError(problems.join('; '));

@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, startChildDaemon } from '../support/child-daemon';
 import { SETTINGS, CONFIG_API_VERSION, CONFIG_KIND } from '../../src/config/load';
+import { createCA } from '../../src/pki/throwaway';
+import { FRONTENDS } from '../support/frontends';
 
 const dir = mkdtempSync(join(tmpdir(), 'mvproxy-cli-test-'));
 
@@ -167,5 +169,47 @@ test('--config starts the daemon; command-line flags override the file', async (
     assert.match(ready.body, /^\[\+\]ping ok\n/);
   } finally {
     assert.equal(await d.stop(), 0);
+  }
+});
+
+test('clean operational failures: a certificate with the wrong key or a non-PEM file exits 2, a port in use exits 1, each one line naming the flag, no stack', async () => {
+  const ca = await createCA('cli-test-ca');
+  const a = await ca.issue({ commonName: 'a', ipAddresses: ['127.0.0.1'], usage: 'server' });
+  const b = await ca.issue({ commonName: 'b', ipAddresses: ['127.0.0.1'], usage: 'server' });
+  const f = (name: string, text: string) => {
+    const p = join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+  const base = ['--secure-port=0', '--local-apiserver=http://127.0.0.1:1', '--metrics-bind-address=127.0.0.1:0'];
+  const noStack = (s: string) => assert.doesNotMatch(s, /^\s+at /m, `no stack trace:\n${s}`);
+
+  const mismatch = await run([...base, `--tls-cert-file=${f('a.crt', a.cert)}`, `--tls-private-key-file=${f('b.key', b.key)}`]);
+  assert.equal(mismatch.code, 2, mismatch.stderr);
+  assert.match(mismatch.stderr, /--tls-cert-file .* and --tls-private-key-file .*: the private key does not belong to the certificate/);
+  noStack(mismatch.stderr);
+
+  const notPem = await run([...base, `--tls-cert-file=${f('a2.crt', a.cert)}`, `--tls-private-key-file=${f('junk.key', 'not a key\n')}`]);
+  assert.equal(notPem.code, 2, notPem.stderr);
+  assert.match(notPem.stderr, /--tls-private-key-file .*: not a PEM file/);
+  noStack(notPem.stderr);
+
+  const badCA = await run([...base, `--client-ca-file=${f('junk-ca.crt', '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')}`, `--tls-cert-file=${f('a3.crt', a.cert)}`, `--tls-private-key-file=${f('a3.key', a.key)}`]);
+  assert.equal(badCA.code, 2, badCA.stderr);
+  assert.match(badCA.stderr, /--client-ca-file /);
+  noStack(badCA.stderr);
+
+  const busy = net.createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+  const port = (busy.address() as net.AddressInfo).port;
+  try {
+    for (const frontend of FRONTENDS) {
+      const inUse = await run(['--secure-port=' + port, '--bind-address=127.0.0.1', `--frontend=${frontend}`, '--local-apiserver=http://127.0.0.1:1', '--metrics-bind-address=127.0.0.1:0']);
+      assert.equal(inUse.code, 1, `${frontend}: ${inUse.stderr}`);
+      assert.match(inUse.stderr, new RegExp(`127\\.0\\.0\\.1:${port} \\(--bind-address/--secure-port\\)`), frontend);
+      noStack(inUse.stderr);
+    }
+  } finally {
+    busy.close();
   }
 });
