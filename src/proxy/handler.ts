@@ -60,6 +60,7 @@ export class ProxyHandler {
   draining = false;
   constructor(private readonly o: ProxyHandlerOptions) {
     this.pickStart = o.pickStart ?? ((n) => (n === 1 ? 0 : Math.floor(Math.random() * n)));
+    this.logRequests = o.log.enabled(4);
     this.sweeper = setInterval(() => this.expireOverdue(), DEADLINE_SWEEP_MS);
     this.sweeper.unref();
   }
@@ -86,6 +87,8 @@ export class ProxyHandler {
    * apiserver's answer; so a load balancer probing the client port drains this node first.
    */
   health?: HealthChecks;
+  /** --v=4 and above: one line per request (observe). */
+  private readonly logRequests: boolean;
 
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
@@ -105,7 +108,7 @@ export class ProxyHandler {
     // anything serveDiscovery declines (/api, v2beta1, yaml, ...) passes through to the apiserver.
     if (d === DECISION_NON_RESOURCE && this.o.proxyEnabled) {
       if (isApisPath(ex.path) && this.serveDiscovery(ex)) {
-        this.observe('discovery', ri, 200, start);
+        this.observe('discovery', ri, 200, start, ex);
         return;
       }
       if (ex.path.startsWith('/openapi/v3') && this.routeOpenAPI(ex, ri!, start)) return;
@@ -152,7 +155,7 @@ export class ProxyHandler {
       ex.res.writeHead(200, { headers: ['content-type', 'application/json', 'cache-control', 'no-cache, private'], contentLength: index.length, contentType: 'application/json' }, false);
       if (ex.method === 'GET') ex.res.write(index);
       ex.res.end();
-      this.observe('discovery', ri, 200, start);
+      this.observe('discovery', ri, 200, start, ex);
       return true;
     }
     const gv = openAPIGroupVersion(ex.path);
@@ -187,7 +190,7 @@ export class ProxyHandler {
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
       onDone: (status) => {
         this.settled(h, longRunning);
-        if (!longRunning) this.observe('local', ri, status, start);
+        this.observe('local', ri, status, start, ex, undefined, longRunning);
       },
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
@@ -243,7 +246,7 @@ export class ProxyHandler {
       onDone: (status) => {
         this.settled(h, longRunning);
         this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
-        if (!longRunning) this.observe('peer', ri, status, start);
+        this.observe('peer', ri, status, start, ex, id, longRunning);
       },
       onFailedBeforeResponse: (err, bodyTouched) => {
         this.settled(h, longRunning);
@@ -270,8 +273,17 @@ export class ProxyHandler {
     this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
   }
 
-  private observe(route: Route, ri: RequestInfo | undefined, status: number, start: number): void {
-    this.o.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, (performance.now() - start) / 1000);
+  /**
+   * One finished request: its latency in the histogram (not for streams: a watch's hours would
+   * swamp it) and, at --v=4, one log line in the shape of Kubernetes' httplog ("HTTP" verb URI
+   * latency userAgent srcIP resp) plus mvproxy's route. Off below --v=4: one boolean test.
+   */
+  private observe(route: Route, ri: RequestInfo | undefined, status: number, start: number, ex?: Exchange, peer?: string, longRunning = false): void {
+    const seconds = (performance.now() - start) / 1000;
+    if (!longRunning) this.o.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
+    if (this.logRequests && ex !== undefined) {
+      this.o.log.info(4, 'HTTP', { verb: ex.method, URI: ex.query ? `${ex.path}?${ex.query}` : ex.path, latency: `${(seconds * 1000).toFixed(3)}ms`, userAgent: headerValue(ex.headers, 'user-agent'), srcIP: ex.remoteAddress, resp: status, route: peer ? `peer:${peer}` : route });
+    }
   }
 
   /** Answers with the error's metav1.Status (the only place an error response is written). */
@@ -279,11 +291,16 @@ export class ProxyHandler {
     if (ex.clientClosed) return;
     const spec = ERRORS[code];
     writeStatus(ex, code);
-    if (ri === undefined || !isLongRunning(ri)) this.observe(route, ri, spec.status, start);
+    this.observe(route, ri, spec.status, start, ex, undefined, ri !== undefined && isLongRunning(ri));
   }
 }
 
-/** Writes one of mvproxy's own errors as a metav1.Status. */
+/** The first value of a request header (names in Exchange.headers are lowercased). */
+function headerValue(headers: readonly string[], name: string): string {
+  for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1]!;
+  return '';
+}
+
 /** A health answer in Kubernetes' text format (observability/healthz.ts). */
 function writeHealth(ex: Exchange, h: HealthResponse): void {
   const body = Buffer.from(ex.method === 'HEAD' ? '' : h.body);
@@ -293,6 +310,7 @@ function writeHealth(ex: Exchange, h: HealthResponse): void {
   ex.res.end();
 }
 
+/** Writes one of mvproxy's own errors as a metav1.Status. */
 export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
   const { status, headers, body } = errorResponse(code, message);
   // Answered before the request body was read whole (the upstream died mid-upload): the front end
