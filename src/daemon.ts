@@ -18,6 +18,7 @@ import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
 import { chooseFrontend } from './listener/frontend';
 import { Tunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
+import { routesReport } from './observability/routes';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenOps } from './observability/ops-server';
 import pkg from '../package.json';
@@ -223,7 +224,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
   const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: [localPool, localPlainPool], localTLS });
-  const ops = await listenOps({ address: config.metricsBindAddress, metrics, health });
+  const peerStatus = () => (peering?.peers() ?? []).map((p) => ({ id: p.id, address: p.address, up: peering!.reachable(p.id), ...(peering!.problem(p.id) ? { problem: peering!.problem(p.id) } : {}) }));
+  const ops = await listenOps({ address: config.metricsBindAddress, metrics, health, routes: () => routesReport(routes, peerStatus) });
 
   // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.
   const first = sync.start().catch((e) => log.error('discovery start failed', e));

@@ -7,6 +7,8 @@ import { configFromCommand, daemonFlags, normalizeArgs } from './cli/flags';
 import { checkFilesReadable, checkTLSFiles, isConfigError } from './config/load';
 import { describeStartFailure } from './cli/start-failure';
 import { startDaemon } from './daemon';
+import { DEFAULTS } from './config/types';
+import { formatRoutes, type RoutesReport } from './observability/routes';
 import pkg from '../package.json';
 
 /**
@@ -83,6 +85,24 @@ async function main(argv: string[]): Promise<void> {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { runDemo } = require('./demo/demo') as typeof import('./demo/demo');
       await runDemo({ basePort: Number(opts.basePort), frontend: opts.frontend === 'node' || opts.frontend === 'uws' ? opts.frontend : 'auto' });
+    });
+  program
+    .command('routes')
+    .description("print a running mvproxy's route table: for every group/version/resource, whether it is served locally or by which peers, and the peers' state (GET /debug/routes on its ops listener)")
+    .option('--metrics-bind-address <host:port>', "the daemon's ops listener (its --metrics-bind-address)", DEFAULTS.metricsBindAddress)
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (opts: { metricsBindAddress: string; output: string }) => {
+      const base = `http://${opts.metricsBindAddress.replace(/^0\.0\.0\.0:/, '127.0.0.1:')}`;
+      let text: string;
+      try {
+        const r = await fetch(`${base}/debug/routes`, { signal: AbortSignal.timeout(5000) });
+        if (!r.ok) throw new Error(`GET ${base}/debug/routes: ${r.status}`);
+        text = await r.text();
+      } catch (e) {
+        process.stderr.write(`mvproxy routes: no mvproxy answers at ${base} (--metrics-bind-address): ${(e as Error).message}\n`);
+        process.exit(1);
+      }
+      process.stdout.write(opts.output === 'json' ? text : formatRoutes(JSON.parse(text) as RoutesReport));
     });
   let args: string[];
   try {

@@ -4,6 +4,8 @@
 // is 404.
 
 import http from 'node:http';
+import type { RoutesReport } from './routes';
+import pkg from '../../package.json';
 import type { Metrics } from './metrics';
 import type { RunningListener } from '../listener/uws';
 import { HealthChecks, ping } from './healthz';
@@ -17,6 +19,8 @@ export interface OpsOptions {
    * remove checks while the listener runs (e.g. per-peer informational checks).
    */
   health?: HealthChecks;
+  /** /debug/routes: the route table as JSON (observability/routes.ts). */
+  routes?: () => RoutesReport;
   /**
    * @deprecated pass `health`. Without `health`, the checks are livez+readyz `ping` and readyz
    * `discovery-snapshot-published` (= this function).
@@ -31,6 +35,18 @@ export function defaultHealthChecks(ready?: () => boolean): HealthChecks {
   const h = new HealthChecks().add('both', 'ping', ping);
   if (ready) h.add('readyz', 'discovery-snapshot-published', () => (ready() ? null : new Error('no discovery snapshot published yet')));
   return h;
+}
+
+function json(res: http.ServerResponse, v: unknown): void {
+  const body = JSON.stringify(v, null, 2) + '\n';
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-cache, private' });
+  res.end(body);
+}
+
+/** /version in kube-apiserver's shape (version.Info), for mvproxy's own release; Node stands where Go does. */
+export function versionInfo(): Record<string, string> {
+  const [major = '0', minor = '0'] = pkg.version.split('.');
+  return { major, minor, gitVersion: `v${pkg.version}`, gitCommit: '', gitTreeState: '', buildDate: '', goVersion: '', compiler: 'node', platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`, nodeVersion: process.version };
 }
 
 export function listenOps(o: OpsOptions): Promise<RunningListener> {
@@ -53,6 +69,8 @@ export function listenOps(o: OpsOptions): Promise<RunningListener> {
       );
       return;
     }
+    if (path === '/debug/routes' && o.routes) return json(res, o.routes());
+    if (path === '/version') return json(res, versionInfo());
     if (health.handle(req, res)) return;
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
     res.end('404 page not found\n');

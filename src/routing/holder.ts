@@ -8,6 +8,8 @@ import type { DiscoverySnapshot } from '../discovery/snapshot';
 export class RouteTableHolder {
   current: RouteTable = RouteTable.empty();
   generation = 0;
+  /** When the current table was published (Date.now()); 0 = never. */
+  publishedAt = 0;
   /** Encoded discovery documents (merged, local, legacy), published after each merge; undefined until the first. */
   discovery: DiscoverySnapshot | undefined = undefined;
   /** /openapi/v3 index with peer-only group/versions added; undefined = pass the local one through. */
@@ -17,6 +19,7 @@ export class RouteTableHolder {
   publish(t: RouteTable): void {
     this.current = t;
     this.generation++;
+    this.publishedAt = Date.now();
     for (const l of this.listeners) l(t);
   }
 

@@ -85,6 +85,11 @@ export class RouteTable {
     return this.groupVersions.get(group)?.get(version);
   }
 
+  /** Every GVR the table knows, in insertion order (introspection: /debug/routes). */
+  *entries(): Iterable<[group: string, version: string, resource: string, entry: RouteEntry]> {
+    for (const [g, vm] of this.groups) for (const [v, rm] of vm) for (const [r, e] of rm) yield [g, v, r, e];
+  }
+
   /** Group/versions that only peers serve ("group/version", core as "/v1"), for merged GV indexes. */
   *peerOnlyGroupVersions(): Iterable<[group: string, version: string]> {
     for (const [g, vm] of this.groupVersions) for (const [v, r] of vm) if (!r.servedLocally && r.peers.length > 0) yield [g, v];
