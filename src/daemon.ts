@@ -19,6 +19,7 @@ import { chooseFrontend } from './listener/frontend';
 import { Tunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
 import { routesReport } from './observability/routes';
+import { tlsPolicy } from './config/tls-policy';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenOps } from './observability/ops-server';
 import pkg from '../package.json';
@@ -75,8 +76,10 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   const proxyEnabled = gateOn && !!config.peerCAFile;
   if (gateOn && !config.peerCAFile) log.info(0, '--peer-ca-file is not set: the mixed version proxy is off and every request goes to the local apiserver');
 
-  const clientTLS = config.tlsCertFile && config.tlsPrivateKeyFile ? { cert: read(config.tlsCertFile)!, key: read(config.tlsPrivateKeyFile)!, clientCA: read(config.clientCAFile) } : undefined;
-  const choice = chooseFrontend(config.frontend, { clientCertificates: !!clientTLS?.clientCA }, deps.loadUWS ?? loadUWS);
+  // --tls-min-version / --tls-cipher-suites: every listener and every upstream connection.
+  const policy = tlsPolicy(config.tlsMinVersion, config.tlsCipherSuites);
+  const clientTLS = config.tlsCertFile && config.tlsPrivateKeyFile ? { cert: read(config.tlsCertFile)!, key: read(config.tlsPrivateKeyFile)!, clientCA: read(config.clientCAFile), policy } : undefined;
+  const choice = chooseFrontend(config.frontend, { clientCertificates: !!clientTLS?.clientCA, tlsMinVersion: clientTLS ? policy.minVersion : undefined }, deps.loadUWS ?? loadUWS);
   if ('error' in choice) throw new ConfigError(choice.error);
   if (!clientTLS && !isLoopback(config.bindAddress)) {
     throw new ConfigError(`--bind-address=${config.bindAddress} is not a loopback address: plain HTTP is only served on loopback; set --tls-cert-file and --tls-private-key-file`);
@@ -86,15 +89,15 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // The proxy client certificate goes to the local apiserver too: it is what makes the identity
   // headers of certificate users (--client-ca-file) and of peers' users trusted there.
   const localTLS: TLSFiles | undefined =
-    localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile), servername: config.localAPIServerServerName, cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile) } : undefined;
+    localURL.protocol === 'https:' ? { ca: read(config.localAPIServerCAFile), servername: config.localAPIServerServerName, cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), policy } : undefined;
   // Reloadable: a new --local-apiserver-ca-file (or proxy client pair) makes a new pool, the old one drains.
   const localPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS }));
   const local: Dispatcher = localPool;
   // The same apiserver without the client certificate: requests with no front-proxy identity
   // (bearer tokens, anonymous, mvproxy's own token) must reach it as they would directly (carriesIdentity).
-  const localPlainPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS && { ca: localTLS.ca, servername: localTLS.servername } }));
+  const localPlainPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS && { ca: localTLS.ca, servername: localTLS.servername, policy } }));
   const localPlain: Dispatcher = localPlainPool;
-  const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME };
+  const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME, policy };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
   const routes = new RouteTableHolder();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
@@ -151,7 +154,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       const l = await listenUWS(choice.uws, {
         host: config.bindAddress,
         port: config.securePort,
-        tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile!, caFile: clientTLS.clientCA ? config.clientCAFile : undefined } : undefined,
+        tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile!, caFile: clientTLS.clientCA ? config.clientCAFile : undefined, ciphers: policy.ciphers } : undefined,
         onRequest: (ex) => handler.handleClient(ex),
         onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
         webSocket: { target: localURL, tls: localTLS, identityRules, headTimeoutMs: config.requestTimeoutMs },
@@ -190,6 +193,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       cert,
       key,
       clientCA,
+      policy,
       allowedNames: config.requestheaderAllowedNames,
       onRequest: (ex) => handler.handlePeer(ex),
       onRejected: (ex, why) => {

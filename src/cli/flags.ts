@@ -29,12 +29,14 @@ import {
   loadConfigFile,
   mergeConfig,
   validateConfig,
+  checkTLSMinVersion,
 } from '../config/load';
 
 const collect = (v: string, prev: string[]) => [...prev, v];
 const split = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
 /** Defaults of the list flags: the first use replaces it, later uses append (pflag StringSlice). */
 const NO_NAMES: string[] = [];
+const NO_SUITES: string[] = [];
 const NO_PEERS: string[] = [];
 const DEFAULT_USER_HEADERS = [...DEFAULTS.requestheaderUsernameHeaders];
 const DEFAULT_GROUP_HEADERS = [...DEFAULTS.requestheaderGroupHeaders];
@@ -86,6 +88,8 @@ export function daemonFlags(cmd: Command): Command {
     .option('--secure-port <port>', 'port of the client listener (0 = any free port)', String(DEFAULTS.securePort))
     .option('--tls-cert-file <file>', 'serving certificate of the client listener (and of the peer listener unless --peer-tls-cert-file)')
     .option('--tls-private-key-file <file>', 'key for --tls-cert-file')
+    .option('--tls-min-version <version>', 'lowest TLS version mvproxy speaks, on every listener and upstream connection: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13 (kube-apiserver\'s names)', DEFAULTS.tlsMinVersion)
+    .option('--tls-cipher-suites <names>', 'comma-separated TLS 1.2 cipher suites, Go\'s names as kube-apiserver takes them (e.g. TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); empty = Go\'s defaults (ECDHE, AES-GCM, ChaCha20); TLS 1.3 suites are fixed; repeatable', list(NO_SUITES), NO_SUITES)
     .option('--peer-bind-address <ip>', 'address of the peer listener (mutual TLS)', DEFAULTS.peerBindAddress)
     .option('--peer-port <port>', 'port of the peer listener', String(DEFAULTS.peerPort))
     .option('--peer-tls-cert-file <file>', 'serving certificate of the peer listener; must be valid for kubernetes.default.svc')
@@ -207,6 +211,8 @@ function parseFlagValues(o: Record<string, unknown>): FlagValues {
     serverID: serverId === undefined ? defaultServerID() : flagValue('server-id', serverId, () => checkServerID(serverId)),
     frontend: str('frontend', (v) => checkChoice<FrontendSetting>(v, ['auto', 'uws', 'node'])),
     bindAddress: str('bind-address', checkIP),
+    tlsMinVersion: str('tls-min-version', checkTLSMinVersion),
+    tlsCipherSuites: [...((o.tlsCipherSuites as string[] | undefined) ?? [])],
     securePort: intFlag('secure-port', s('securePort')!, checkPort),
     tlsCertFile: s('tlsCertFile') || undefined,
     tlsPrivateKeyFile: s('tlsPrivateKeyFile') || undefined,

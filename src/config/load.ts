@@ -18,6 +18,7 @@
 
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
+import { checkCipherSuites, checkTLSVersion } from './tls-policy';
 import { isIP } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq, parseAllDocuments, type Document, type Node } from 'yaml';
@@ -56,6 +57,12 @@ export function checkInt(n: number, min: number, max: number): number {
 
 export function checkIP(v: string): string {
   if (v !== 'localhost' && isIP(v) === 0) throw new ValueError('must be an IP address (or localhost)');
+  return v;
+}
+
+export function checkTLSMinVersion(v: string): string {
+  const why = checkTLSVersion(v);
+  if (why) throw new ValueError(why);
   return v;
 }
 
@@ -158,6 +165,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'frontend', flag: 'frontend', field: 'frontend', kind: { t: 'string', check: (v) => checkChoice(v, ['auto', 'uws', 'node']) } },
   { key: 'featureGates', flag: 'feature-gates', field: 'featureGates', kind: { t: 'gates' } },
   { key: 'bindAddress', flag: 'bind-address', field: 'serving.bindAddress', kind: { t: 'string', check: checkIP } },
+  { key: 'tlsMinVersion', flag: 'tls-min-version', field: 'tls.minVersion', kind: { t: 'string', check: checkTLSMinVersion } },
+  { key: 'tlsCipherSuites', flag: 'tls-cipher-suites', field: 'tls.cipherSuites', kind: { t: 'strings' } },
   { key: 'securePort', flag: 'secure-port', field: 'serving.securePort', kind: port },
   { key: 'tlsCertFile', flag: 'tls-cert-file', field: 'serving.certFile', kind: { t: 'path' } },
   { key: 'tlsPrivateKeyFile', flag: 'tls-private-key-file', field: 'serving.keyFile', kind: { t: 'path' } },
@@ -563,6 +572,8 @@ export function validateConfig(c: DaemonConfig): void {
   pair('tlsCertFile', 'tlsPrivateKeyFile');
   pair('peerTLSCertFile', 'peerTLSPrivateKeyFile');
   pair('proxyClientCertFile', 'proxyClientKeyFile');
+  const suites = checkCipherSuites(c.tlsCipherSuites);
+  if (suites) problems.push(`${settingName('tlsCipherSuites')}: ${suites}`);
   if (!c.tlsCertFile && !isLoopback(c.bindAddress)) {
     problems.push(`${settingName('bindAddress')} is ${c.bindAddress}, not a loopback address: plain HTTP is only served on loopback; set ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')}`);
   }

@@ -18,6 +18,9 @@ export interface DaemonConfig {
   securePort: number;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  /** --tls-min-version (Go's names: VersionTLS12 …) and --tls-cipher-suites (Go's names): every TLS mvproxy speaks (config/tls-policy.ts). */
+  tlsMinVersion: string;
+  tlsCipherSuites: string[];
   /** Peer listener (node:https, mutual TLS). */
   peerBindAddress: string;
   peerPort: number;
@@ -107,6 +110,8 @@ export const DEFAULTS = {
   frontend: 'auto' as FrontendSetting,
   bindAddress: '127.0.0.1',
   securePort: 6444,
+  tlsMinVersion: 'VersionTLS12', // kube-apiserver's default
+  tlsCipherSuites: [] as string[], // empty = Go's default suites
   peerBindAddress: '0.0.0.0',
   peerPort: 6445,
   localAPIServer: 'https://127.0.0.1:6443',

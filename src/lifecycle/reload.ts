@@ -2,6 +2,7 @@
 // destination, so a file used twice (the proxy client pair goes to peers and to the local
 // apiserver) is checked and swapped for each.
 
+import { tlsPolicy } from '../config/tls-policy';
 import type https from 'node:https';
 import type { DaemonConfig, Frontend } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
@@ -28,6 +29,8 @@ export interface CertReloadTargets {
 export function startCertReload(t: CertReloadTargets): { stop(): void } {
   const c = t.config;
   const specs: TLSMaterialSpec[] = [];
+  // A new secure context starts from Node's defaults: the listeners' policy goes with every swap.
+  const policy = tlsPolicy(c.tlsMinVersion, c.tlsCipherSuites);
   if (t.peerPools && t.peerTLS) {
     const tls = t.peerTLS;
     const pools = t.peerPools;
@@ -51,7 +54,7 @@ export function startCertReload(t: CertReloadTargets): { stop(): void } {
       keyFile: c.peerTLSPrivateKeyFile ?? c.tlsPrivateKeyFile,
       caFile: c.requestheaderClientCAFile,
       pairTrustFile: c.peerCAFile,
-      apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca }),
+      apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca, ...policy }),
     });
   }
   if (t.local && t.localTLS) {
@@ -76,7 +79,7 @@ export function startCertReload(t: CertReloadTargets): { stop(): void } {
         certFile: c.tlsCertFile,
         keyFile: c.tlsPrivateKeyFile,
         caFile: c.clientCAFile,
-        apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}) }),
+        apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}), ...policy }),
       });
     } else if (t.frontend === 'uws') {
       t.log.info(0, 'the uWebSockets.js front end cannot reload its serving certificate: a new --tls-cert-file/--tls-private-key-file takes effect when mvproxy restarts (--frontend=node reloads it)');

@@ -21,6 +21,8 @@ type UWS = typeof import('uwebsockets');
 export interface FrontendNeeds {
   /** --client-ca-file: verified client certificates forwarded as front-proxy identity. */
   clientCertificates: boolean;
+  /** The TLS listener's --tls-min-version (node:tls name); undefined for plain HTTP. uSockets serves TLS 1.2 and newer, nothing else. */
+  tlsMinVersion?: string;
 }
 
 export type FrontendChoice = { frontend: 'uws'; uws: UWS; reason: string } | { frontend: 'node'; reason: string } | { error: string };
@@ -36,6 +38,9 @@ export function chooseFrontend(setting: FrontendSetting, needs: FrontendNeeds, l
   if ('error' in loaded) why = `uWebSockets.js cannot load on this runtime (Node ${process.version}, ABI ${abi}): ${firstLine(loaded.error.message)}`;
   else if (needs.clientCertificates && !uwsReadsClientCertificates(abi)) {
     why = `--client-ca-file needs client certificates, which the uWebSockets.js build for Node ABI ${abi} cannot read (builds for Node 22+ on glibc >= 2.38 can)`;
+  } else if (needs.tlsMinVersion !== undefined && needs.tlsMinVersion !== 'TLSv1.2') {
+    // uSockets fixes its lowest version at TLS 1.2 and has no option to change it.
+    why = `--tls-min-version other than VersionTLS12 cannot be applied by uWebSockets.js (it always accepts TLS 1.2 and 1.3)`;
   }
   if (why !== undefined) {
     if (setting === 'uws') return { error: `--frontend=uws cannot serve this configuration: ${why}; use --frontend=node or --frontend=auto` };

@@ -7,6 +7,7 @@
 // and whose CN is in --requestheader-allowed-names, an empty list allowing any CN from that CA
 // (else 401 Status), exactly as kube-apiserver's request-header authenticator (spec §2.5).
 
+import type { TLSPolicy } from '../config/tls-policy';
 import http from 'node:http';
 import https from 'node:https';
 import http2 from 'node:http2';
@@ -22,7 +23,7 @@ export interface NodeListenerOptions {
   host: string;
   port: number;
   /** `clientCA`: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
-  tls?: { cert: Buffer; key: string | Buffer; clientCA?: Buffer };
+  tls?: { cert: Buffer; key: string | Buffer; clientCA?: Buffer; policy?: TLSPolicy };
   onRequest(ex: Exchange): void;
   /** HTTP Upgrade (exec/attach/port-forward over WebSocket or SPDY); absent = refused with a Status. */
   onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
@@ -51,6 +52,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
           cert: o.tls.cert,
           key: o.tls.key,
           ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}),
+          ...o.tls.policy,
           allowHTTP1: true,
           // HTTP/2 streams of one client share its connection: as many as Go's server allows (250), and a
           // header list the size node:http allows on HTTP/1.1.
@@ -82,6 +84,8 @@ export interface PeerListenerOptions {
   key: Buffer;
   /** --requestheader-client-ca-file: the CA peers' proxy client certificates must chain to. */
   clientCA: Buffer;
+  /** --tls-min-version / --tls-cipher-suites. */
+  policy?: TLSPolicy;
   /** --requestheader-allowed-names; empty = any CN signed by clientCA. */
   allowedNames: readonly string[];
   onRequest(ex: Exchange): void;
@@ -103,7 +107,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     if (why === null) o.onRequest(ex);
     else o.onRejected(ex, why);
   };
-  const server = https.createServer({ ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true }, handler);
+  const server = https.createServer({ ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true, ...o.policy }, handler);
   answerExpectations(server, handler);
   // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3):
   // a Status, and the connection closes; nothing after the upgrade request is read.

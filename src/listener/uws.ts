@@ -358,7 +358,8 @@ export interface UwsListenerOptions {
   host: string;
   port: number;
   /** caFile: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
-  tls?: { certFile: string; keyFile: string; caFile?: string };
+  /** ciphers: the OpenSSL list of --tls-cipher-suites (config/tls-policy.ts). */
+  tls?: { certFile: string; keyFile: string; caFile?: string; ciphers?: string };
   onRequest(ex: Exchange): void;
   /** Called for upgrade requests this front end does not carry (anything but WebSocket: SPDY, …). */
   onUpgradeRefused(ex: Exchange): void;
@@ -460,7 +461,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
 
 export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<RunningListener> {
   const port = await explicitPort(o.host, o.port);
-  const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile, ...(o.tls.caFile ? { ca_file_name: o.tls.caFile } : {}) }) : uws.App();
+  const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile, ...(o.tls.caFile ? { ca_file_name: o.tls.caFile } : {}), ...(o.tls.ciphers ? { ssl_ciphers: o.tls.ciphers } : {}) }) : uws.App();
   const clientCertificates = !!o.tls?.caFile;
   const holder: CallbackHolder = {
     cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused },

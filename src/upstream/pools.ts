@@ -3,6 +3,7 @@
 // as the client certificate, the peer's serving certificate checked against --peer-ca-file with
 // server name kubernetes.default.svc whatever address is dialled (spec §2.3, BuildPeerProxy).
 
+import type { TLSPolicy } from '../config/tls-policy';
 import { Pool } from 'undici';
 
 /** The server name Kubernetes checks a peer's serving certificate against (pkg/controlplane/apiserver/peer.go). */
@@ -13,6 +14,8 @@ export interface TLSFiles {
   cert?: Buffer;
   key?: Buffer;
   servername?: string;
+  /** --tls-min-version / --tls-cipher-suites, as node:tls options. */
+  policy?: TLSPolicy;
 }
 
 export interface PoolOptions {
@@ -38,7 +41,7 @@ export function createPool(origin: string, o: PoolOptions): Pool {
     keepAliveMaxTimeout: 600_000,
     connect: {
       timeout: o.connectTimeoutMs,
-      ...(o.tls ? { ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, servername: o.tls.servername, rejectUnauthorized: true } : {}),
+      ...(o.tls ? { ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, servername: o.tls.servername, rejectUnauthorized: true, ...o.tls.policy } : {}),
     },
   });
 }

@@ -108,7 +108,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
     path: req.url,
     headers,
     agent: false, // a connection of its own: after a 101 it belongs to the tunnel
-    ...(secure ? { ca: o.tls?.ca, /* the front-proxy certificate only with identity headers (carriesIdentity) */ ...(o.identity ? { cert: o.tls?.cert, key: o.tls?.key } : {}), servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname) } : {}),
+    ...(secure ? { ca: o.tls?.ca, /* the front-proxy certificate only with identity headers (carriesIdentity) */ ...(o.identity ? { cert: o.tls?.cert, key: o.tls?.key } : {}), servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname), ...o.tls?.policy } : {}),
   };
   const upReq = (secure ? https : http).request(options);
   let settled = false;

@@ -96,7 +96,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
       // The front-proxy certificate only with identity headers (carriesIdentity says why).
       ...(req.identity ? { cert: t.tls?.cert, key: t.tls?.key } : {}),
       followRedirects: false,
-      ...({ servername: t.tls?.servername } as object), // passed on to tls.connect like ca/cert/key
+      ...({ servername: t.tls?.servername, ...t.tls?.policy } as object), // passed on to tls.connect like ca/cert/key
     });
   } catch {
     // Nothing a client sends may throw out of the request path (an invalid URL, a header value

@@ -80,11 +80,22 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
         ...peers,
         ...(o.extraArgs ?? []),
       ];
-      const proc = startProcess(`${ids[i]}-${o.frontend}`, node, args, plane.dir, { NODE_OPTIONS: '' });
-      const url = `https://127.0.0.1:${p.client}`;
-      const metricsURL = `http://127.0.0.1:${p.metrics}`;
-      members.push({ name: ids[i]!, url, metricsURL, peerPort: p.peer, proc, stop: async () => void (await proc.stop(10_000)) });
-      await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
+      // uWS binds without SO_REUSEADDR: a free port that a closed connection left in TIME_WAIT
+      // cannot be taken (one CI run in ten); then the member starts again on another client port.
+      for (let attempt = 1; ; attempt++) {
+        const proc = startProcess(`${ids[i]}-${o.frontend}`, node, args, plane.dir, { NODE_OPTIONS: '' });
+        const member: Member = { name: ids[i]!, url: `https://127.0.0.1:${p.client}`, metricsURL: `http://127.0.0.1:${p.metrics}`, peerPort: p.peer, proc, stop: async () => void (await proc.stop(10_000)) };
+        try {
+          await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
+          members.push(member);
+          break;
+        } catch (e) {
+          await proc.stop(2000);
+          if (attempt >= 3 || !/could not listen on 127\.0\.0\.1:\d+/.test(proc.log())) throw e;
+          p.client = await freePort();
+          args[args.findIndex((x) => x.startsWith('--secure-port='))] = `--secure-port=${p.client}`;
+        }
+      }
     }
     // Ready means: every member has published a discovery snapshot merged from all members (its log
     // says so at the default verbosity); before that a peer-only kind would be the local 404. When
