@@ -115,9 +115,18 @@ export class ProxyHandler {
     }
     switch (d.kind) {
       case 'local':
-      case 'notFound':
         this.toLocal(ex, ri, start, false);
         return;
+      case 'notFound': {
+        // Nobody serves it by this node's snapshot. The snapshot can lag a peer by a refresh (a peer's
+        // apiserver just restarted as a newer release, spec §8): a 404 here would tell a controller
+        // that an object another client reads through that peer is gone. So a request without a
+        // body (it can be sent again) that the local apiserver answers 404 is asked of each peer
+        // before the 404 reaches the client. A request with a body gets the local answer.
+        const peers = ex.body === null ? [...this.o.routes.current.peerAddresses.keys()] : [];
+        this.toLocal(ex, ri, start, false, peers.length ? () => this.askPeersAfter404(ex, ri!, peers, 0, start) : undefined);
+        return;
+      }
       case 'unavailable':
         // Known in the cluster but no serving peer has an address: 503, never a misleading 404.
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_ENDPOINT_RESOLUTION, group: ri!.apiGroup, version: ri!.apiVersion, resource: ri!.resource });
@@ -175,7 +184,7 @@ export class ProxyHandler {
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
   }
 
-  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean): void {
+  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: () => void): void {
     const longRunning = ri !== undefined && isLongRunning(ri);
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
@@ -192,6 +201,10 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         this.observe('local', ri, status, start, ex, undefined, longRunning);
       },
+      on404: on404 && (() => {
+        this.settled(h, longRunning);
+        on404();
+      }),
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
         this.o.metrics.upstreamConnectErrors.inc({ route: 'local' });
@@ -224,6 +237,49 @@ export class ProxyHandler {
     const n = this.streams.size;
     for (const h of this.streams) h.endCleanly();
     return n;
+  }
+
+  /**
+   * The local apiserver answered 404 for a resource no snapshot lists: peers[i], then the next on
+   * its 404 or failure; the last one's answer is the client's (a 404 when nobody serves it; a 503
+   * when the last peer cannot be reached, never a 404 that might be false).
+   */
+  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number): void {
+    const id = peers[i]!;
+    const last = i === peers.length - 1;
+    const address = this.o.routes.current.peerAddresses.get(id);
+    const gvr = gvrOf(ri);
+    if (address === undefined) {
+      if (last) this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+      else this.askPeersAfter404(ex, ri, peers, i + 1, start);
+      return;
+    }
+    const longRunning = isLongRunning(ri);
+    // eslint-disable-next-line prefer-const
+    let h: ForwardHandler | undefined;
+    h = forward(ex, this.o.peers.get(address), {
+      headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true, identityRules: this.o.identityRules, identity: ex.identity }),
+      longRunning,
+      requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
+      on404: last ? undefined : () => {
+        this.settled(h, longRunning);
+        this.askPeersAfter404(ex, ri, peers, i + 1, start);
+      },
+      onDone: (status) => {
+        this.settled(h, longRunning);
+        this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
+        this.observe('peer', ri, status, start, ex, id, longRunning);
+      },
+      onFailedBeforeResponse: (err) => {
+        this.settled(h, longRunning);
+        this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
+        this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
+        if (!last) return this.askPeersAfter404(ex, ri, peers, i + 1, start);
+        this.o.metrics.reroutedRequests.inc({ code: '503', ...gvr });
+        this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+      },
+    });
+    this.track(h, longRunning, start);
   }
 
   /** Tries the candidates from index `first`, failing over to the next on a connect failure. */

@@ -24,6 +24,12 @@ export interface ForwardOptions {
    * The callee writes the client's answer (retry elsewhere, or an error Status).
    */
   onFailedBeforeResponse(err: Error, bodyTouched: boolean): void;
+  /**
+   * Set: a 404 from this upstream is not the client's answer. Its head and body are dropped and
+   * this is called once the upstream is done with them (handler.ts: a resource the local apiserver
+   * does not know is asked of the peers, whose discovery this node may not have seen yet).
+   */
+  on404?: () => void;
 }
 
 export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): ForwardHandler {
@@ -47,6 +53,8 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private status = 0;
   private finished = false;
+  /** The upstream answered 404 and o.on404 takes over: nothing of this answer reaches the client. */
+  private held404 = false;
 
   constructor(private readonly ex: Exchange, private readonly o: ForwardOptions) {
     ex.onClientClose = () => {
@@ -85,6 +93,10 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
+    if (statusCode === 404 && this.o.on404) {
+      this.held404 = true;
+      return;
+    }
     this.status = statusCode;
     const res = this.ex.res;
     // Raw header lines (HTTP/1.1; pools.ts keeps the upstream on it): names and values as sent.
@@ -95,7 +107,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.ex.clientClosed) return; // abort is on its way; drop
+    if (this.ex.clientClosed || this.held404) return; // abort is on its way, or a held 404: drop
     if (!this.ex.res.write(chunk)) controller.pause();
   }
 
@@ -107,7 +119,15 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.onError(err);
   }
 
+  private hand404Over(): void {
+    this.finished = true;
+    this.ex.onClientClose = null;
+    this.ex.res.onDrain = null;
+    if (!this.ex.clientClosed) this.o.on404!();
+  }
+
   private onComplete(): void {
+    if (this.held404) return this.hand404Over();
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
@@ -116,6 +136,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   private onError(err: Error): void {
+    if (this.held404 && !(err instanceof ClientClosedError) && !this.ex.clientClosed) return this.hand404Over();
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;

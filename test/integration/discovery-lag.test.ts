@@ -1,0 +1,56 @@
+// A snapshot that lags a peer (spec §8; seen for real in the rolling upgrade, test/kube/upgrade.test.ts):
+// right after a peer's apiserver restarts as a newer release, this node's route table does not list
+// the peer's new resources for up to a refresh. A GET of an object that exists there must not get
+// the local 404 (controllers read it as "deleted"): a request without a body that the local
+// apiserver answers 404 for a resource no snapshot lists is asked of the peers first.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { DEFAULT_FRONTEND } from '../support/frontends';
+import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
+import { RouteTable } from '../../src/routing/routetable';
+import type { Plane } from '../../src/demo/topology';
+
+const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads'; // the v1.37 member serves it
+
+describe(`a route table that lags a peer (${DEFAULT_FRONTEND} front end)`, () => {
+  let plane: Plane & { tmp: string };
+  before(async () => {
+    plane = await twoVersionPlane(DEFAULT_FRONTEND);
+    const created = await call(plane.member(NEW).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: 'lag' }, spec: {} }) });
+    assert.equal(created.status, 201, created.text);
+    // The old member's table as it was before the peer started serving workloads: the peer is
+    // known (with its address) but lists nothing. Discovery refreshes every 60 s in this plane.
+    const routes = plane.member(OLD).daemon.routes;
+    const peerID = `mvproxy-${NEW}`;
+    const address = routes.current.peerAddresses.get(peerID)!;
+    assert.ok(address, 'the peer is known');
+    const localOnly = routes.current;
+    const local = { groups: [...localOnly.entries()].filter(([, , , e]) => e.servedLocally).map(([g, v, r]) => ({ metadata: { name: g }, versions: [{ version: v, resources: [{ resource: r, responseKind: { group: g, version: v, kind: 'X' }, scope: 'Namespaced', singularResource: r, verbs: ['get'] }] }] })) };
+    routes.publish(RouteTable.build({ local: local as never, peers: new Map([[peerID, { address, groups: [] }]]), synced: true }));
+    assert.equal(routes.current.lookup('scheduling.k8s.io', 'v1beta1', 'workloads'), undefined, 'the lagging table does not list workloads');
+  });
+  after(async () => plane?.close());
+
+  test('GET and LIST of an object only the peer serves: the peer\'s answer, not the local 404', async () => {
+    const got = await call(plane.member(OLD).url, `${NEW_ONLY}/lag`, { headers: AUTH });
+    assert.equal(got.status, 200, got.text);
+    assert.equal(got.headers['x-sim-server'], NEW);
+    const list = await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH });
+    assert.equal(list.status, 200);
+    assert.match(list.text, /"name":"lag"/);
+  });
+
+  test('an object nobody has: still a 404, now the peer\'s; a resource nobody serves: 404', async () => {
+    const missing = await call(plane.member(OLD).url, `${NEW_ONLY}/nope`, { headers: AUTH });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.headers['x-sim-server'], NEW);
+    const unknown = await call(plane.member(OLD).url, '/apis/nope.example.com/v1/things', { headers: AUTH });
+    assert.equal(unknown.status, 404);
+  });
+
+  test('a request with a body gets the local answer (it cannot be sent twice)', async () => {
+    const created = await call(plane.member(OLD).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: 'lag2' }, spec: {} }) });
+    assert.equal(created.status, 404);
+    assert.equal(created.headers['x-sim-server'], OLD);
+  });
+});
