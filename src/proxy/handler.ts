@@ -123,7 +123,7 @@ export class ProxyHandler {
         // that an object another client reads through that peer is gone. So a request without a
         // body (it can be sent again) that the local apiserver answers 404 is asked of each peer
         // before the 404 reaches the client. A request with a body gets the local answer.
-        const peers = ex.body === null ? [...this.o.routes.current.peerAddresses.keys()] : [];
+        const peers = ex.body === null ? peersByAddress(this.o.routes.current.peerAddresses) : [];
         this.toLocal(ex, ri, start, false, peers.length ? () => this.askPeersAfter404(ex, ri!, peers, 0, start) : undefined);
         return;
       }
@@ -349,6 +349,18 @@ export class ProxyHandler {
     writeStatus(ex, code);
     this.observe(route, ri, spec.status, start, ex, undefined, ri !== undefined && isLongRunning(ri));
   }
+}
+
+/** One server ID per distinct peer address (two IDs behind one listener would be asked twice). */
+function peersByAddress(addresses: ReadonlyMap<string, string>): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const [id, address] of addresses) {
+    if (seen.has(address)) continue;
+    seen.add(address);
+    out.push(id);
+  }
+  return out;
 }
 
 /** The first value of a request header (names in Exchange.headers are lowercased). */
