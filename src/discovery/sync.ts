@@ -6,7 +6,7 @@
 
 import type { Dispatcher } from 'undici';
 import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
-import { RouteTable, type PeerDiscovery } from '../routing/routetable';
+import { isHostPort, RouteTable, type PeerDiscovery } from '../routing/routetable';
 import type { RouteTableHolder } from '../routing/holder';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../observability/metrics';
@@ -224,6 +224,10 @@ export class DiscoverySync {
     const now = this.now();
     const peers = new Map<string, PeerDiscovery>();
     const peerApis: [string, FetchedDocument][] = [];
+    // Every member's peer listener, reachable right now or not: the lagging-table fallback asks
+    // them (a peer whose apiserver just restarted is probed back into routing a second later).
+    const members = new Map<string, string>();
+    for (const p of this.o.peers()) if (isHostPort(p.address)) members.set(p.id, p.address);
     for (const [id, v] of this.peerViews) {
       if (!v.apis && !v.api) continue;
       if (!v.up && now - (v.leftAt ?? v.lastGood) > this.o.peerGraceMs) continue; // past the grace period: out of routing and of the merged document
@@ -236,6 +240,7 @@ export class DiscoverySync {
       synced: this.local !== undefined,
       local: { groups: [...(this.local?.api?.list.items ?? []), ...(this.local?.apis?.list.items ?? [])] },
       peers,
+      memberAddresses: members,
       excludedGroupVersions: excluded,
     });
     this.o.metrics.routeTableGVRs.set(table.size);

@@ -123,7 +123,7 @@ export class ProxyHandler {
         // that an object another client reads through that peer is gone. So a request without a
         // body (it can be sent again) that the local apiserver answers 404 is asked of each peer
         // before the 404 reaches the client. A request with a body gets the local answer.
-        const peers = ex.body === null ? peersByAddress(this.o.routes.current.peerAddresses) : [];
+        const peers = ex.body === null ? peersByAddress(this.o.routes.current.memberAddresses) : [];
         this.toLocal(ex, ri, start, false, peers.length ? () => this.askPeersAfter404(ex, ri!, peers, 0, start) : undefined);
         return;
       }
@@ -247,7 +247,7 @@ export class ProxyHandler {
   private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number): void {
     const id = peers[i]!;
     const last = i === peers.length - 1;
-    const address = this.o.routes.current.peerAddresses.get(id);
+    const address = this.o.routes.current.memberAddresses.get(id);
     const gvr = gvrOf(ri);
     if (address === undefined) {
       if (last) this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);

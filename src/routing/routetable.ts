@@ -44,6 +44,12 @@ export interface RouteTableInput {
   readonly excludedGroupVersions?: ReadonlySet<string>;
   /** False until the first local discovery is in: decide() then serves everything locally (spec §2 step 4). */
   readonly synced: boolean;
+  /**
+   * Peer listener addresses of every current member by server ID, including peers out of routing
+   * right now (failing their probe): whom to ask when the local apiserver does not know a resource
+   * no snapshot lists (handler.ts askPeersAfter404). Default: the routed peers' addresses.
+   */
+  readonly memberAddresses?: ReadonlyMap<string, string>;
 }
 
 /** What the cluster serves of one group/version, for GV-scoped non-resource paths (/openapi/v3/apis/<g>/<v>). */
@@ -65,13 +71,16 @@ export class RouteTable {
   private readonly groupVersions: Map<string, Map<string, GroupVersionRoute>>;
   /** Peer addresses by server ID, from the same input (one place for the fact). */
   readonly peerAddresses: ReadonlyMap<string, string>;
+  /** Every member's peer listener, routed to or not (RouteTableInput.memberAddresses). */
+  readonly memberAddresses: ReadonlyMap<string, string>;
 
-  private constructor(groups: Map<string, VersionMap>, groupVersions: Map<string, Map<string, GroupVersionRoute>>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>) {
+  private constructor(groups: Map<string, VersionMap>, groupVersions: Map<string, Map<string, GroupVersionRoute>>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>, memberAddresses: ReadonlyMap<string, string>) {
     this.groups = groups;
     this.groupVersions = groupVersions;
     this.synced = synced;
     this.size = size;
     this.peerAddresses = peerAddresses;
+    this.memberAddresses = memberAddresses;
     Object.freeze(this);
   }
 
@@ -97,7 +106,7 @@ export class RouteTable {
 
   /** An empty, unsynced table: everything is served locally until discovery arrives. */
   static empty(): RouteTable {
-    return new RouteTable(new Map(), new Map(), false, 0, new Map());
+    return new RouteTable(new Map(), new Map(), false, 0, new Map(), new Map());
   }
 
   static build(input: RouteTableInput): RouteTable {
@@ -155,7 +164,7 @@ export class RouteTable {
       groups.set(g, versions);
       groupVersions.set(g, gvs);
     }
-    return new RouteTable(groups, groupVersions, input.synced, size, peerAddresses);
+    return new RouteTable(groups, groupVersions, input.synced, size, peerAddresses, input.memberAddresses ?? peerAddresses);
   }
 }
 

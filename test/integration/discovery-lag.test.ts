@@ -14,6 +14,7 @@ const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 
 describe(`a route table that lags a peer (${DEFAULT_FRONTEND} front end)`, () => {
   let plane: Plane & { tmp: string };
+  let lagging: (routed: boolean) => void = () => undefined;
   before(async () => {
     plane = await twoVersionPlane(DEFAULT_FRONTEND);
     const created = await call(plane.member(NEW).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: 'lag' }, spec: {} }) });
@@ -26,7 +27,8 @@ describe(`a route table that lags a peer (${DEFAULT_FRONTEND} front end)`, () =>
     assert.ok(address, 'the peer is known');
     const localOnly = routes.current;
     const local = { groups: [...localOnly.entries()].filter(([, , , e]) => e.servedLocally).map(([g, v, r]) => ({ metadata: { name: g }, versions: [{ version: v, resources: [{ resource: r, responseKind: { group: g, version: v, kind: 'X' }, scope: 'Namespaced', singularResource: r, verbs: ['get'] }] }] })) };
-    routes.publish(RouteTable.build({ local: local as never, peers: new Map([[peerID, { address, groups: [] }]]), synced: true }));
+    lagging = (routed: boolean) => routes.publish(RouteTable.build({ local: local as never, peers: new Map([[peerID, { address: routed ? address : '', groups: [] }]]), memberAddresses: new Map([[peerID, address]]), synced: true }));
+    lagging(true);
     assert.equal(routes.current.lookup('scheduling.k8s.io', 'v1beta1', 'workloads'), undefined, 'the lagging table does not list workloads');
   });
   after(async () => plane?.close());
@@ -52,5 +54,12 @@ describe(`a route table that lags a peer (${DEFAULT_FRONTEND} front end)`, () =>
     const created = await call(plane.member(OLD).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: 'lag2' }, spec: {} }) });
     assert.equal(created.status, 404);
     assert.equal(created.headers['x-sim-server'], OLD);
+  });
+
+  test('the peer is asked even while it is out of routing (its apiserver just restarted and its probe has not passed yet)', async () => {
+    lagging(false);
+    const got = await call(plane.member(OLD).url, `${NEW_ONLY}/lag`, { headers: AUTH });
+    assert.equal(got.status, 200, got.text);
+    assert.equal(got.headers['x-sim-server'], NEW);
   });
 });

@@ -53,6 +53,8 @@ export interface ClientCounts {
   longestOutageMs: number;
   /** 503s and requests without an answer outside the documented window. */
   outsideWindow: number;
+  /** The first spurious 404s and failures while mixed, as the client logged them (ms since start): for a failure's report. */
+  samples: string[];
   /** ClusterTrustBundle (v1.37-only) requests while the apiservers ran mixed versions: answered 2xx / not. */
   newerOnlyWhileMixed: { ok: number; failed: number };
 }
@@ -188,7 +190,9 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         if ((r.code === 503 || r.code === 0) && !inWindow(r.t)) outsideWindow++;
       }
       const mixed = reqs.filter((r) => r.res === 'clustertrustbundles' && r.t > seedsAt && r.t < bStops);
+      const samples = reqs.filter((r) => (r.code === 404 && exists(r)) || (mixed.includes(r) && (r.code < 200 || r.code >= 300))).slice(0, 8).map((r) => `${((r.t - t0) / 1000).toFixed(2)} s ${r.verb} ${r.res}/${r.obj} ${r.code}${r.own ? ' (own)' : ''}`);
       return {
+        samples,
         client: `c${i}`,
         newerOnlyWhileMixed: { ok: mixed.filter((r) => r.code >= 200 && r.code < 300).length, failed: mixed.filter((r) => r.code < 200 || r.code >= 300).length },
         via: via[i]!,
