@@ -123,8 +123,26 @@ export class ProxyHandler {
         // that an object another client reads through that peer is gone. So a request without a
         // body (it can be sent again) that the local apiserver answers 404 is asked of each peer
         // before the 404 reaches the client. A request with a body gets the local answer.
-        const peers = ex.body === null ? peersByAddress(this.o.routes.current.memberAddresses) : [];
-        this.toLocal(ex, ri, start, false, peers.length ? () => this.askPeersAfter404(ex, ri!, peers, 0, start) : undefined);
+        // A small body (a create, an update: Content-Length up to REPLAY_BODY_MAX) is read whole
+        // first so it can be sent again; a larger or chunked one streams and gets the local answer.
+        const peers = peersByAddress(this.o.routes.current.memberAddresses);
+        const length = ex.body === null ? 0 : contentLength(ex.headers);
+        if (peers.length === 0 || length === undefined || length > REPLAY_BODY_MAX) {
+          this.toLocal(ex, ri, start, false);
+          return;
+        }
+        if (ex.body === null) {
+          this.toLocal(ex, ri, start, false, () => this.askPeersAfter404(ex, ri!, peers, 0, start));
+          return;
+        }
+        readWhole(ex.body, length).then(
+          (body) => {
+            if (!ex.clientClosed) this.toLocal(ex, ri, start, false, () => this.askPeersAfter404(ex, ri!, peers, 0, start, body), body);
+          },
+          () => {
+            if (!ex.clientClosed) this.fail(ex, 'MVP_ERR_BAD_FRAMING', 'local', ri, start);
+          },
+        );
         return;
       }
       case 'unavailable':
@@ -184,7 +202,7 @@ export class ProxyHandler {
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
   }
 
-  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: () => void): void {
+  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: () => void, body?: Buffer): void {
     const longRunning = ri !== undefined && isLongRunning(ri);
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
@@ -205,6 +223,7 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         on404();
       }),
+      body,
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
         this.o.metrics.upstreamConnectErrors.inc({ route: 'local' });
@@ -244,14 +263,14 @@ export class ProxyHandler {
    * its 404 or failure; the last one's answer is the client's (a 404 when nobody serves it; a 503
    * when the last peer cannot be reached, never a 404 that might be false).
    */
-  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number): void {
+  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number, body?: Buffer): void {
     const id = peers[i]!;
     const last = i === peers.length - 1;
     const address = this.o.routes.current.memberAddresses.get(id);
     const gvr = gvrOf(ri);
     if (address === undefined) {
       if (last) this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
-      else this.askPeersAfter404(ex, ri, peers, i + 1, start);
+      else this.askPeersAfter404(ex, ri, peers, i + 1, start, body);
       return;
     }
     const longRunning = isLongRunning(ri);
@@ -263,8 +282,9 @@ export class ProxyHandler {
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
       on404: last ? undefined : () => {
         this.settled(h, longRunning);
-        this.askPeersAfter404(ex, ri, peers, i + 1, start);
+        this.askPeersAfter404(ex, ri, peers, i + 1, start, body);
       },
+      body,
       onDone: (status) => {
         this.settled(h, longRunning);
         this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
@@ -274,7 +294,7 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
-        if (!last) return this.askPeersAfter404(ex, ri, peers, i + 1, start);
+        if (!last) return this.askPeersAfter404(ex, ri, peers, i + 1, start, body);
         this.o.metrics.reroutedRequests.inc({ code: '503', ...gvr });
         this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
       },
@@ -349,6 +369,30 @@ export class ProxyHandler {
     writeStatus(ex, code);
     this.observe(route, ri, spec.status, start, ex, undefined, ri !== undefined && isLongRunning(ri));
   }
+}
+
+/** The largest request body kept whole to be sent again to a peer (askPeersAfter404): Kubernetes objects written by controllers are a few KiB. */
+const REPLAY_BODY_MAX = 1024 * 1024;
+
+/** Content-Length as a number, or undefined when absent or not one (chunked bodies stream). */
+function contentLength(headers: readonly string[]): number | undefined {
+  const v = headerValue(headers, 'content-length');
+  return /^\d+$/.test(v) ? Number(v) : undefined;
+}
+
+/** The whole body, which must be exactly `length` bytes. */
+function readWhole(body: NodeJS.ReadableStream, length: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let got = 0;
+    body.on('data', (c: Buffer) => {
+      got += c.length;
+      if (got > length) return reject(new Error('body longer than its Content-Length'));
+      chunks.push(c);
+    });
+    body.once('end', () => (got === length ? resolve(Buffer.concat(chunks, got)) : reject(new Error('body shorter than its Content-Length'))));
+    body.once('error', reject);
+  });
 }
 
 /** One server ID per distinct peer address (two IDs behind one listener would be asked twice). */

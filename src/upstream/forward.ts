@@ -30,11 +30,13 @@ export interface ForwardOptions {
    * does not know is asked of the peers, whose discovery this node may not have seen yet).
    */
   on404?: () => void;
+  /** The request body, already read whole so it can be sent again (the on404 path); else ex.body streams. */
+  body?: Buffer;
 }
 
 export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): ForwardHandler {
   const h = new ForwardHandler(ex, o);
-  const body = ex.body;
+  const body = o.body ?? ex.body;
   upstream.dispatch(
     {
       path: ex.query ? ex.path + '?' + ex.query : ex.path,
@@ -153,7 +155,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (!this.ex.res.headersSent) {
       // Once undici read from the body, a failover would lose what it consumed.
       const body = this.ex.body;
-      this.o.onFailedBeforeResponse(err, body !== null && (body.readableDidRead || body.destroyed));
+      this.o.onFailedBeforeResponse(err, this.o.body === undefined && body !== null && (body.readableDidRead || body.destroyed));
       return;
     }
     // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
