@@ -15,7 +15,7 @@ import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decis
 import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import type { RouteTableHolder } from '../routing/holder';
-import { forward, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
+import { forward, type Held404, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
 import { carriesIdentity, forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
@@ -132,12 +132,12 @@ export class ProxyHandler {
           return;
         }
         if (ex.body === null) {
-          this.toLocal(ex, ri, start, false, () => this.askPeersAfter404(ex, ri!, peers, 0, start));
+          this.toLocal(ex, ri, start, false, (held) => this.askPeersAfter404(ex, ri!, peers, 0, start, held));
           return;
         }
         readWhole(ex.body, length).then(
           (body) => {
-            if (!ex.clientClosed) this.toLocal(ex, ri, start, false, () => this.askPeersAfter404(ex, ri!, peers, 0, start, body), body);
+            if (!ex.clientClosed) this.toLocal(ex, ri, start, false, (held) => this.askPeersAfter404(ex, ri!, peers, 0, start, held, body), body);
           },
           () => {
             if (!ex.clientClosed) this.fail(ex, 'MVP_ERR_BAD_FRAMING', 'local', ri, start);
@@ -202,7 +202,7 @@ export class ProxyHandler {
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
   }
 
-  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: () => void, body?: Buffer): void {
+  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: (held: Held404) => void, body?: Buffer): void {
     const longRunning = ri !== undefined && isLongRunning(ri);
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
@@ -219,9 +219,9 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         this.observe('local', ri, status, start, ex, undefined, longRunning);
       },
-      on404: on404 && (() => {
+      on404: on404 && ((held) => {
         this.settled(h, longRunning);
-        on404();
+        on404(held);
       }),
       body,
       onFailedBeforeResponse: (err) => {
@@ -260,17 +260,18 @@ export class ProxyHandler {
 
   /**
    * The local apiserver answered 404 for a resource no snapshot lists: peers[i], then the next on
-   * its 404 or failure; the last one's answer is the client's (a 404 when nobody serves it; a 503
-   * when the last peer cannot be reached, never a 404 that might be false).
+   * its 404 or failure; the last one's answer is the client's (a 404 when nobody serves it). When
+   * the last cannot be reached, the local 404 stands: a peer down past its grace period has left
+   * routing on purpose, and an unreachable peer cannot have created what the client asks for.
    */
-  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number, body?: Buffer): void {
+  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number, local404: Held404, body?: Buffer): void {
     const id = peers[i]!;
     const last = i === peers.length - 1;
     const address = this.o.routes.current.memberAddresses.get(id);
     const gvr = gvrOf(ri);
     if (address === undefined) {
-      if (last) this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
-      else this.askPeersAfter404(ex, ri, peers, i + 1, start, body);
+      if (last) this.answerHeld404(ex, ri, local404, start);
+      else this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body);
       return;
     }
     const longRunning = isLongRunning(ri);
@@ -282,7 +283,7 @@ export class ProxyHandler {
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
       on404: last ? undefined : () => {
         this.settled(h, longRunning);
-        this.askPeersAfter404(ex, ri, peers, i + 1, start, body);
+        this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body);
       },
       body,
       onDone: (status) => {
@@ -294,12 +295,23 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
-        if (!last) return this.askPeersAfter404(ex, ri, peers, i + 1, start, body);
-        this.o.metrics.reroutedRequests.inc({ code: '503', ...gvr });
-        this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+        if (!last) return this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body);
+        // No peer could be asked: the local apiserver's 404 stands (as for a peer past its grace
+        // period, whose resources have left routing on purpose).
+        this.answerHeld404(ex, ri, local404, start);
       },
     });
     this.track(h, longRunning, start);
+  }
+
+  /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
+  private answerHeld404(ex: Exchange, ri: RequestInfo, held: Held404, start: number): void {
+    if (ex.clientClosed) return;
+    const body = Buffer.concat(held.body);
+    ex.res.writeHead(404, { ...held.head, contentLength: body.length }, false);
+    if (body.length && ex.method !== 'HEAD') ex.res.write(body);
+    ex.res.end();
+    this.observe('local', ri, 404, start, ex, undefined, isLongRunning(ri));
   }
 
   /** Tries the candidates from index `first`, failing over to the next on a connect failure. */

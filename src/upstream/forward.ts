@@ -5,7 +5,7 @@
 
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../listener/exchange';
-import { responseHeadFrom } from './headers';
+import { responseHeadFrom, type ResponseHead } from './headers';
 
 export interface ForwardOptions {
   headers: string[];
@@ -29,7 +29,7 @@ export interface ForwardOptions {
    * this is called once the upstream is done with them (handler.ts: a resource the local apiserver
    * does not know is asked of the peers, whose discovery this node may not have seen yet).
    */
-  on404?: () => void;
+  on404?: (held: Held404) => void;
   /** The request body, already read whole so it can be sent again (the on404 path); else ex.body streams. */
   body?: Buffer;
 }
@@ -55,8 +55,11 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private status = 0;
   private finished = false;
-  /** The upstream answered 404 and o.on404 takes over: nothing of this answer reaches the client. */
+  /** The upstream answered 404 and o.on404 takes over: nothing of this answer reaches the client now. */
   private held404 = false;
+  /** That 404, kept (up to HELD_BODY_MAX) in case it is the client's answer after all. */
+  private held: Held404 = { head: { headers: [], contentLength: -1, contentType: '' }, body: [] };
+  private heldBytes = 0;
 
   constructor(private readonly ex: Exchange, private readonly o: ForwardOptions) {
     ex.onClientClose = () => {
@@ -97,6 +100,8 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
     if (statusCode === 404 && this.o.on404) {
       this.held404 = true;
+      const raw = controller.rawHeaders;
+      if (Array.isArray(raw)) this.held.head = responseHeadFrom(raw);
       return;
     }
     this.status = statusCode;
@@ -109,7 +114,11 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.ex.clientClosed || this.held404) return; // abort is on its way, or a held 404: drop
+    if (this.held404) {
+      if ((this.heldBytes += chunk.length) <= HELD_BODY_MAX) this.held.body.push(chunk);
+      return;
+    }
+    if (this.ex.clientClosed) return; // abort is on its way; drop
     if (!this.ex.res.write(chunk)) controller.pause();
   }
 
@@ -125,7 +134,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
-    if (!this.ex.clientClosed) this.o.on404!();
+    if (!this.ex.clientClosed) this.o.on404!(this.held);
   }
 
   private onComplete(): void {
@@ -163,6 +172,15 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.o.onDone(this.status, err);
   }
 }
+
+/** A 404 held back (ForwardOptions.on404): its head and body, to be the client's answer if nobody else has one. */
+export interface Held404 {
+  head: ResponseHead;
+  body: Buffer[];
+}
+
+/** A Status body is well under this; a larger held 404 keeps only its first part (then it is not replayed whole). */
+const HELD_BODY_MAX = 64 * 1024;
 
 export class ClientClosedError extends Error {
   readonly code = 'MVP_ERR_CLIENT_CLOSED';
