@@ -7,7 +7,10 @@
 # a failure instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-glibc=$(ldd --version 2>/dev/null | head -n 1 | grep -oE '[0-9]+\.[0-9]+$' || echo 0)
+# getconf, not `ldd --version | head -n 1`: under pipefail head's early exit can SIGPIPE ldd, and
+# the `|| echo 0` fallback then appended a second line ("2.36\n0"), which skipped lane 2 as "not needed".
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+[[ "$glibc" =~ ^[0-9]+\.[0-9]+$ ]] || glibc=0
 run() { node --import tsx --test --test-concurrency=1 "$@"; }
 major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$major" -lt 24 ]; then

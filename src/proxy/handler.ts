@@ -15,7 +15,7 @@ import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decis
 import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import type { RouteTableHolder } from '../routing/holder';
-import { forward, type Held404, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
+import { forward, type HeldAnswer, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
 import { carriesIdentity, forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
@@ -202,7 +202,7 @@ export class ProxyHandler {
     this.toLocal(ex, info instanceof Error ? undefined : info, performance.now(), true);
   }
 
-  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: (held: Held404) => void, body?: Buffer): void {
+  private toLocal(ex: Exchange, ri: RequestInfo | undefined, start: number, fromPeer: boolean, on404?: (held: HeldAnswer) => void, body?: Buffer): void {
     const longRunning = ri !== undefined && isLongRunning(ri);
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined; // assigned once dispatch returns; callbacks never run before that in practice
@@ -219,10 +219,13 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         this.observe('local', ri, status, start, ex, undefined, longRunning);
       },
-      on404: on404 && ((held) => {
-        this.settled(h, longRunning);
-        on404(held);
-      }),
+      hold: on404 && {
+        statuses: [404],
+        then: (held) => {
+          this.settled(h, longRunning);
+          on404(held);
+        },
+      },
       body,
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
@@ -260,20 +263,19 @@ export class ProxyHandler {
 
   /**
    * The local apiserver answered 404 for a resource no snapshot lists: peers[i], then the next on
-   * its 404 or failure; the last one's answer is the client's (a 404 when nobody serves it). When
-   * the last cannot be reached, the local 404 stands: a peer down past its grace period has left
-   * routing on purpose, and an unreachable peer cannot have created what the client asks for.
+   * its 404 or when it cannot answer; the last one's 404 is the client's. When no peer can answer
+   * (unreachable, or its own apiserver down: 502/503/504, as while it restarts in an upgrade), the
+   * local 404 stands, as in-tree for a resource no peer's discovery lists: a peer that served it
+   * would be in the snapshot (and its outage a 503 there), and a peer past its grace period has
+   * left routing on purpose.
    */
-  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number, local404: Held404, body?: Buffer): void {
+  private askPeersAfter404(ex: Exchange, ri: RequestInfo, peers: readonly string[], i: number, start: number, local404: HeldAnswer, body?: Buffer): void {
     const id = peers[i]!;
     const last = i === peers.length - 1;
+    const next = () => (last ? this.answerHeld404(ex, ri, local404, start) : this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body));
     const address = this.o.routes.current.memberAddresses.get(id);
     const gvr = gvrOf(ri);
-    if (address === undefined) {
-      if (last) this.answerHeld404(ex, ri, local404, start);
-      else this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body);
-      return;
-    }
+    if (address === undefined) return next();
     const longRunning = isLongRunning(ri);
     // eslint-disable-next-line prefer-const
     let h: ForwardHandler | undefined;
@@ -281,9 +283,13 @@ export class ProxyHandler {
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true, identityRules: this.o.identityRules, identity: ex.identity }),
       longRunning,
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
-      on404: last ? undefined : () => {
-        this.settled(h, longRunning);
-        this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body);
+      hold: {
+        statuses: last ? PEER_CANNOT_ANSWER : PEER_PASSES_ON,
+        then: (held) => {
+          this.settled(h, longRunning);
+          if (held.status !== 404) this.o.log.info(2, 'peer could not answer after a local 404', { peer: id, address, status: held.status, path: ex.path });
+          next();
+        },
       },
       body,
       onDone: (status) => {
@@ -295,17 +301,14 @@ export class ProxyHandler {
         this.settled(h, longRunning);
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
-        if (!last) return this.askPeersAfter404(ex, ri, peers, i + 1, start, local404, body);
-        // No peer could be asked: the local apiserver's 404 stands (as for a peer past its grace
-        // period, whose resources have left routing on purpose).
-        this.answerHeld404(ex, ri, local404, start);
+        next();
       },
     });
     this.track(h, longRunning, start);
   }
 
   /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
-  private answerHeld404(ex: Exchange, ri: RequestInfo, held: Held404, start: number): void {
+  private answerHeld404(ex: Exchange, ri: RequestInfo, held: HeldAnswer, start: number): void {
     if (ex.clientClosed) return;
     const body = Buffer.concat(held.body);
     ex.res.writeHead(404, { ...held.head, contentLength: body.length }, false);
@@ -382,6 +385,11 @@ export class ProxyHandler {
     this.observe(route, ri, spec.status, start, ex, undefined, ri !== undefined && isLongRunning(ri));
   }
 }
+
+/** A peer asked after a local 404 (askPeersAfter404) that answers so has nothing to say about the resource: its apiserver is down or restarting. */
+const PEER_CANNOT_ANSWER: readonly number[] = [502, 503, 504];
+/** ...or that answers so, when more peers remain to be asked. */
+const PEER_PASSES_ON: readonly number[] = [404, ...PEER_CANNOT_ANSWER];
 
 /** The largest request body kept whole to be sent again to a peer (askPeersAfter404): Kubernetes objects written by controllers are a few KiB. */
 const REPLAY_BODY_MAX = 1024 * 1024;

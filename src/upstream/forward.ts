@@ -25,12 +25,13 @@ export interface ForwardOptions {
    */
   onFailedBeforeResponse(err: Error, bodyTouched: boolean): void;
   /**
-   * Set: a 404 from this upstream is not the client's answer. Its head and body are dropped and
-   * this is called once the upstream is done with them (handler.ts: a resource the local apiserver
-   * does not know is asked of the peers, whose discovery this node may not have seen yet).
+   * Set: an answer with one of these statuses is not the client's answer yet. Its head and body are
+   * held and `then` is called once the upstream is done with them (handler.ts: a resource the local
+   * apiserver does not know, 404, is asked of the peers, whose discovery this node may not have
+   * seen yet; a peer that answers 404 or cannot answer, 502/503/504, passes it on).
    */
-  on404?: (held: Held404) => void;
-  /** The request body, already read whole so it can be sent again (the on404 path); else ex.body streams. */
+  hold?: { statuses: readonly number[]; then(held: HeldAnswer): void };
+  /** The request body, already read whole so it can be sent again (the hold path); else ex.body streams. */
   body?: Buffer;
 }
 
@@ -55,10 +56,10 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private status = 0;
   private finished = false;
-  /** The upstream answered 404 and o.on404 takes over: nothing of this answer reaches the client now. */
-  private held404 = false;
-  /** That 404, kept (up to HELD_BODY_MAX) in case it is the client's answer after all. */
-  private held: Held404 = { head: { headers: [], contentLength: -1, contentType: '' }, body: [] };
+  /** The upstream answered a status in o.hold and o.hold.then takes over: nothing of this answer reaches the client now. */
+  private holding = false;
+  /** That answer, kept (up to HELD_BODY_MAX) in case it is the client's answer after all. */
+  private held: HeldAnswer = { status: 0, head: { headers: [], contentLength: -1, contentType: '' }, body: [] };
   private heldBytes = 0;
 
   constructor(private readonly ex: Exchange, private readonly o: ForwardOptions) {
@@ -98,8 +99,9 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
-    if (statusCode === 404 && this.o.on404) {
-      this.held404 = true;
+    if (this.o.hold?.statuses.includes(statusCode)) {
+      this.holding = true;
+      this.held.status = statusCode;
       const raw = controller.rawHeaders;
       if (Array.isArray(raw)) this.held.head = responseHeadFrom(raw);
       return;
@@ -114,7 +116,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.held404) {
+    if (this.holding) {
       if ((this.heldBytes += chunk.length) <= HELD_BODY_MAX) this.held.body.push(chunk);
       return;
     }
@@ -130,15 +132,15 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.onError(err);
   }
 
-  private hand404Over(): void {
+  private handHeldOver(): void {
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
-    if (!this.ex.clientClosed) this.o.on404!(this.held);
+    if (!this.ex.clientClosed) this.o.hold!.then(this.held);
   }
 
   private onComplete(): void {
-    if (this.held404) return this.hand404Over();
+    if (this.holding) return this.handHeldOver();
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
@@ -147,7 +149,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   private onError(err: Error): void {
-    if (this.held404 && !(err instanceof ClientClosedError) && !this.ex.clientClosed) return this.hand404Over();
+    if (this.holding && !(err instanceof ClientClosedError) && !this.ex.clientClosed) return this.handHeldOver();
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
@@ -173,8 +175,9 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 }
 
-/** A 404 held back (ForwardOptions.on404): its head and body, to be the client's answer if nobody else has one. */
-export interface Held404 {
+/** An answer held back (ForwardOptions.hold): its status, head and body, to be the client's answer if nobody else has one. */
+export interface HeldAnswer {
+  status: number;
   head: ResponseHead;
   body: Buffer[];
 }

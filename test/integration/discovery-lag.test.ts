@@ -69,4 +69,18 @@ describe(`a route table that lags a peer (${DEFAULT_FRONTEND} front end)`, () =>
     assert.equal(got.status, 200, got.text);
     assert.equal(got.headers['x-sim-server'], NEW);
   });
+
+  test('a peer whose own apiserver is down (its mvproxy answers 503) cannot have the object: the local 404 stands, not a 503', async () => {
+    // As while the peer's apiserver restarts in a rolling upgrade: the client reaches its own node,
+    // whose apiserver answers, and gets that answer (in-tree: a resource no peer's discovery lists
+    // is the local handler's 404).
+    lagging(true);
+    await plane.member(NEW).sim.close();
+    const direct = await call(plane.member(NEW).url, `${NEW_ONLY}/lag`, { headers: AUTH });
+    assert.equal(direct.status, 503, 'the peer mvproxy cannot reach its apiserver');
+    const got = await call(plane.member(OLD).url, `${NEW_ONLY}/lag`, { headers: AUTH });
+    assert.equal(got.status, 404, got.text);
+    assert.equal(got.headers['x-sim-server'], OLD);
+    assert.match(got.text, /"kind":"Status"/);
+  });
 });

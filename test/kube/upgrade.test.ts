@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runUpgradeScenario, upgradeTable } from './upgrade/scenario';
 
-test('rolling upgrade v1.34.4 → v1.37.2 with a client-go controller and kubectl watches through mvproxy: no 404 for an object that exists, every 503 inside its window, every client recovers', { timeout: 240_000 }, async () => {
+test('rolling upgrade v1.34.4 → v1.37.2 with a client-go controller and kubectl watches through mvproxy: no 404 for an object that exists, every 503 inside its window, every client recovers', { timeout: 240_000 }, async (t) => {
   const r = await runUpgradeScenario({ mode: 'mvproxy', steadyMs: 3000, mixedMs: 8000, afterMs: 5000 });
   const table = `${upgradeTable([r])}\n${r.clients.map((c) => `${c.via}: ${c.samples.join('; ')}`).join('\n')}\n${r.timeline.map((e) => `${(e.atMs / 1000).toFixed(2)} s ${e.event}`).join('\n')}`;
+  for (const line of table.split('\n')) t.diagnostic(line);
   for (const c of r.clients) {
     assert.equal(c.spurious404, 0, `${c.via}: 404s for objects that existed\n${table}`);
     assert.equal(c.outsideWindow, 0, `${c.via}: 503s or unanswered requests outside the window of its own apiserver's restart\n${table}`);

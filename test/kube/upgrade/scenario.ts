@@ -190,7 +190,7 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         if ((r.code === 503 || r.code === 0) && !inWindow(r.t)) outsideWindow++;
       }
       const mixed = reqs.filter((r) => r.res === 'clustertrustbundles' && r.t > seedsAt && r.t < bStops);
-      const samples = reqs.filter((r) => (r.code === 404 && exists(r)) || (mixed.includes(r) && (r.code < 200 || r.code >= 300))).slice(0, 8).map((r) => `${((r.t - t0) / 1000).toFixed(2)} s ${r.verb} ${r.res}/${r.obj} ${r.code}${r.own ? ' (own)' : ''}`);
+      const samples = reqs.filter((r) => (r.code === 404 && exists(r)) || ((r.code === 503 || r.code === 0) && !inWindow(r.t)) || (mixed.includes(r) && (r.code < 200 || r.code >= 300))).slice(0, 8).map((r) => `${((r.t - t0) / 1000).toFixed(2)} s ${r.verb} ${r.res}/${r.obj} ${r.code}${r.own ? ' (own)' : ''}`);
       return {
         samples,
         client: `c${i}`,
