@@ -228,6 +228,9 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
   const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: [localPool, localPlainPool], localTLS });
+  metrics.certificatesSource = () => certReload.certificates();
+  metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
+  metrics.inFlightSource = () => handler.inFlight();
   const peerStatus = () => (peering?.peers() ?? []).map((p) => ({ id: p.id, address: p.address, up: peering!.reachable(p.id), ...(peering!.problem(p.id) ? { problem: peering!.problem(p.id) } : {}) }));
   const ops = await listenOps({ address: config.metricsBindAddress, metrics, health, routes: () => routesReport(routes, peerStatus) });
 

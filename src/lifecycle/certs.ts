@@ -133,6 +133,28 @@ export class ReloadableTLS {
     this.watched.stop();
   }
 
+  /** The name of the material (TLSMaterialSpec.name). */
+  get name(): string {
+    return this.spec.name;
+  }
+
+  /** notAfter (Unix seconds) of the leaf certificate in use, if this material presents one. */
+  notAfterSeconds(): number | undefined {
+    const cert = this.current?.cert;
+    if (cert === undefined) return undefined;
+    if (this.expiry?.cert !== cert) {
+      let t: number | undefined;
+      try {
+        t = Date.parse(parseCertificates(cert, this.spec.name)[0].validTo) / 1000;
+      } catch {
+        t = undefined;
+      }
+      this.expiry = { cert, t };
+    }
+    return this.expiry.t;
+  }
+  private expiry: { cert: Buffer; t: number | undefined } | undefined;
+
   /** Re-reads the files now (tests; the watcher does it by itself). */
   check(): void {
     this.watched.check();

@@ -7,7 +7,9 @@ import type https from 'node:https';
 import type { DaemonConfig, Frontend } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { Logger } from '../observability/log';
-import { ReloadableTLS, type ReloadablePool, type TLSMaterialSpec } from './certs';
+import { readFileSync } from 'node:fs';
+import type { CertificateInUse } from '../observability/metrics';
+import { parseCertificates, ReloadableTLS, type ReloadablePool, type TLSMaterialSpec } from './certs';
 
 export interface CertReloadTargets {
   config: DaemonConfig;
@@ -26,7 +28,7 @@ export interface CertReloadTargets {
   resyncMs?: number;
 }
 
-export function startCertReload(t: CertReloadTargets): { stop(): void } {
+export function startCertReload(t: CertReloadTargets): { stop(): void; certificates(): Iterable<CertificateInUse> } {
   const c = t.config;
   const specs: TLSMaterialSpec[] = [];
   // A new secure context starts from Node's defaults: the listeners' policy goes with every swap.
@@ -87,9 +89,30 @@ export function startCertReload(t: CertReloadTargets): { stop(): void } {
   }
   const reloaders = specs.filter((s) => s.certFile || s.caFile).map((s) => new ReloadableTLS(s, { log: t.log, resyncMs: t.resyncMs }));
   for (const r of reloaders) r.start();
+  // uWS keeps the serving pair it started with (no reloader): its expiry is read once.
+  const fixed: CertificateInUse[] = [];
+  if (t.frontend === 'uws' && c.tlsCertFile) {
+    try {
+      fixed.push({ certificate: 'serving', notAfterSeconds: Date.parse(parseCertificates(readFileSync(c.tlsCertFile), c.tlsCertFile)[0].validTo) / 1000 });
+    } catch {
+      // Startup has already refused an unreadable pair (start-failure.ts); nothing to report.
+    }
+  }
   return {
     stop() {
       for (const r of reloaders) r.stop();
+    },
+    *certificates() {
+      const seen = new Set<string>();
+      for (const r of reloaders) {
+        // local-apiserver presents the proxy client pair (when identity goes to the apiserver).
+        const certificate = r.name === 'local-apiserver' ? 'proxy-client' : r.name;
+        const notAfterSeconds = r.notAfterSeconds();
+        if (notAfterSeconds === undefined || seen.has(certificate)) continue;
+        seen.add(certificate);
+        yield { certificate, notAfterSeconds };
+      }
+      yield* fixed;
     },
   };
 }

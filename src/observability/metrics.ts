@@ -15,6 +15,18 @@ export const PROXY_ERROR_TRANSPORT = 'proxy_transport';
 
 export type Route = 'local' | 'peer' | 'discovery';
 
+/** Requests in flight by upstream route, counted at scrape time (nothing on the request path). */
+export interface InFlight {
+  route: 'local' | 'peer';
+  longRunning: boolean;
+}
+
+/** A certificate in use, by the name mvproxy's logs give it (serving, peer-serving, proxy-client). */
+export interface CertificateInUse {
+  certificate: string;
+  notAfterSeconds: number;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   readonly reroutedRequests: Counter<'code' | 'group' | 'version' | 'resource'>;
@@ -24,7 +36,12 @@ export class Metrics {
   readonly peerAggregatedCacheMisses: Counter;
   readonly nopeerRequests: Counter;
   readonly requestDuration: Histogram<'route' | 'verb' | 'code'>;
-  readonly upstreamConnectErrors: Counter<'route'>;
+  readonly upstreamConnectErrors: Counter<'route' | 'peer'>;
+  readonly reroutedDuration: Histogram<'peer'>;
+  /** Set by the daemon: what is in flight now, and the certificates in use (read at scrape time). */
+  inFlightSource: () => Iterable<InFlight> = () => [];
+  certificatesSource: () => Iterable<CertificateInUse> = () => [];
+  peerCertificatesSource: () => Iterable<readonly [peerAddress: string, notAfterSeconds: number]> = () => [];
   readonly discoveryMergeDuration: Histogram;
   readonly peersUp: Gauge<'peer'>;
   readonly routeTableGVRs: Gauge;
@@ -66,7 +83,49 @@ export class Metrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    this.upstreamConnectErrors = new Counter({ name: 'mvproxy_upstream_errors_total', help: '[ALPHA] Requests whose upstream failed before answering, by route', labelNames: ['route'], registers });
+    this.upstreamConnectErrors = new Counter({ name: 'mvproxy_upstream_errors_total', help: '[ALPHA] Requests whose upstream failed before answering (no connection, reset, timeout), by route, and for the peer route by peer', labelNames: ['route', 'peer'], registers });
+    this.reroutedDuration = new Histogram({
+      name: 'mvproxy_rerouted_request_duration_seconds',
+      help: '[ALPHA] Time from receiving a request proxied to a peer to the end of its response, by peer (long-running requests are not observed)',
+      labelNames: ['peer'],
+      buckets: KUBE_LATENCY_BUCKETS,
+      registers,
+    });
+    const self = this;
+    new Gauge({
+      name: 'mvproxy_inflight_requests',
+      help: '[ALPHA] Requests being proxied now, by route (local: this node\'s apiserver; peer: a peer) and whether they are long-running (watch, exec, logs...)',
+      labelNames: ['route', 'long_running'],
+      registers,
+      collect() {
+        const n = { local: [0, 0], peer: [0, 0] };
+        for (const f of self.inFlightSource()) n[f.route][f.longRunning ? 1 : 0]++;
+        for (const route of ['local', 'peer'] as const) {
+          this.set({ route, long_running: 'false' }, n[route][0]);
+          this.set({ route, long_running: 'true' }, n[route][1]);
+        }
+      },
+    });
+    new Gauge({
+      name: 'mvproxy_certificate_expiration_timestamp_seconds',
+      help: '[ALPHA] Expiry (notAfter, Unix seconds) of each certificate mvproxy presents: serving (client listener), peer-serving (peer listener), proxy-client (to peers and, with identity, to the local apiserver)',
+      labelNames: ['certificate'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of self.certificatesSource()) this.set({ certificate: c.certificate }, c.notAfterSeconds);
+      },
+    });
+    new Gauge({
+      name: 'mvproxy_peer_certificate_expiration_timestamp_seconds',
+      help: '[ALPHA] Expiry (notAfter, Unix seconds) of the serving certificate each peer presented on the latest new connection to it, by peer address',
+      labelNames: ['peer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [peer, t] of self.peerCertificatesSource()) this.set({ peer }, t);
+      },
+    });
     this.peersUp = new Gauge({ name: 'mvproxy_peer_up', help: '[ALPHA] 1 when the peer answered its last discovery fetch or probe, else 0', labelNames: ['peer'], registers });
     this.routeTableGVRs = new Gauge({ name: 'mvproxy_route_table_gvrs', help: '[ALPHA] Distinct group/version/resources in the published route table', registers });
     this.buildInfo = new Gauge({ name: 'mvproxy_build_info', help: '[ALPHA] A metric with a constant value of 1 labelled by the build and the front end in use', labelNames: ['version', 'node_version', 'frontend'], registers });

@@ -21,7 +21,7 @@ import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
 import { STATUS_CONTENT_TYPE } from '../respond/status';
 import { errorResponse } from '../respond/error';
-import { type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION, PROXY_ERROR_TRANSPORT } from '../observability/metrics';
+import { type InFlight, type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION, PROXY_ERROR_TRANSPORT } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 
 export interface ProxyHandlerOptions {
@@ -229,16 +229,17 @@ export class ProxyHandler {
       body,
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
-        this.o.metrics.upstreamConnectErrors.inc({ route: 'local' });
+        this.o.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
         this.o.log.info(2, 'local apiserver request failed', { err: errText(err), path: ex.path, fromPeer });
         this.fail(ex, timeoutCode(err) ?? 'MVP_ERR_LOCAL_UNAVAILABLE', 'local', ri, start);
       },
     });
-    this.track(h, longRunning, start);
+    this.track(h, longRunning, start, 'local');
   }
 
-  private track(h: ForwardHandler, longRunning: boolean, start: number): void {
+  private track(h: ForwardHandler, longRunning: boolean, start: number, route: 'local' | 'peer'): void {
     if (h.done) return;
+    h.route = route;
     if (longRunning) this.streams.add(h);
     else {
       // undici's own headers/body timeouts (the same bound) handle silences and release the socket;
@@ -252,6 +253,12 @@ export class ProxyHandler {
     if (h === undefined) return;
     if (longRunning) this.streams.delete(h);
     else this.timed.delete(h);
+  }
+
+  /** What is being proxied now (mvproxy_inflight_requests, read at scrape time). */
+  *inFlight(): Iterable<InFlight> {
+    for (const h of this.streams) yield { route: h.route, longRunning: true };
+    for (const h of this.timed) yield { route: h.route, longRunning: false };
   }
 
   /** Shutdown: ends every watch and log stream cleanly; returns how many there were. */
@@ -300,11 +307,12 @@ export class ProxyHandler {
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
+        this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
         next();
       },
     });
-    this.track(h, longRunning, start);
+    this.track(h, longRunning, start, 'peer');
   }
 
   /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
@@ -342,6 +350,7 @@ export class ProxyHandler {
       onFailedBeforeResponse: (err, bodyTouched) => {
         this.settled(h, longRunning);
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
+        this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
         const timeout = timeoutCode(err);
         if (timeout === undefined && isFailoverSafe(err, ex.method, bodyTouched)) {
@@ -352,7 +361,7 @@ export class ProxyHandler {
         this.fail(ex, timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
       },
     });
-    this.track(h, longRunning, start);
+    this.track(h, longRunning, start, 'peer');
   }
 
   private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: GVR): void {
@@ -371,7 +380,10 @@ export class ProxyHandler {
    */
   private observe(route: Route, ri: RequestInfo | undefined, status: number, start: number, ex?: Exchange, peer?: string, longRunning = false): void {
     const seconds = (performance.now() - start) / 1000;
-    if (!longRunning) this.o.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
+    if (!longRunning) {
+      this.o.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
+      if (peer !== undefined) this.o.metrics.reroutedDuration.observe({ peer }, seconds);
+    }
     if (this.logRequests && ex !== undefined) {
       this.o.log.info(4, 'HTTP', { verb: ex.method, URI: ex.query ? `${ex.path}?${ex.query}` : ex.path, latency: `${(seconds * 1000).toFixed(3)}ms`, userAgent: headerValue(ex.headers, 'user-agent'), srcIP: ex.remoteAddress, resp: status, route: peer ? `peer:${peer}` : route });
     }

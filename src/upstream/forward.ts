@@ -74,6 +74,9 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     return this.finished;
   }
 
+  /** Which upstream it goes to (set by the handler when it tracks the exchange; mvproxy_inflight_requests). */
+  route: 'local' | 'peer' = 'local';
+
   /** Deadline (performance.now() ms) of a non-long-running request; Infinity for streams. */
   deadline = Infinity;
 

@@ -4,7 +4,8 @@
 // server name kubernetes.default.svc whatever address is dialled (spec §2.3, BuildPeerProxy).
 
 import type { TLSPolicy } from '../config/tls-policy';
-import { Pool } from 'undici';
+import { buildConnector, Pool } from 'undici';
+import type { TLSSocket } from 'node:tls';
 
 /** The server name Kubernetes checks a peer's serving certificate against (pkg/controlplane/apiserver/peer.go). */
 export const PEER_SERVER_NAME = 'kubernetes.default.svc';
@@ -22,6 +23,8 @@ export interface PoolOptions {
   /** Connect timeout in ms; a dead upstream is reported as 503 within it. */
   connectTimeoutMs: number;
   tls?: TLSFiles;
+  /** Each new TLS connection: the serving certificate's notAfter (Unix seconds) the other side presented. */
+  onServerCertificate?: (notAfterSeconds: number) => void;
 }
 
 /**
@@ -39,22 +42,41 @@ export function createPool(origin: string, o: PoolOptions): Pool {
     allowH2: false,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 600_000,
-    connect: {
-      timeout: o.connectTimeoutMs,
-      ...(o.tls ? { ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, servername: o.tls.servername, rejectUnauthorized: true, ...o.tls.policy } : {}),
-    },
+    connect: connector(o),
   });
+}
+
+function connector(o: PoolOptions): buildConnector.connector | buildConnector.BuildOptions {
+  const options: buildConnector.BuildOptions = {
+    timeout: o.connectTimeoutMs,
+    ...(o.tls ? { ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, servername: o.tls.servername, rejectUnauthorized: true, ...o.tls.policy } : {}),
+  };
+  const seen = o.onServerCertificate;
+  if (!seen || !o.tls) return options;
+  // Once per new connection (keep-alive reuses it), not per request.
+  const connect = buildConnector(options);
+  return (opts, callback) =>
+    connect(opts, (err, socket) => {
+      if (err === null) {
+        const validTo = (socket as TLSSocket).getPeerCertificate?.().valid_to;
+        const t = validTo ? Date.parse(validTo) : NaN;
+        if (Number.isFinite(t)) seen(t / 1000);
+        callback(null, socket);
+      } else callback(err, null);
+    });
 }
 
 /** Pools to peers by address, created on first use and closed when their address leaves the snapshot. */
 export class PeerPools {
   private readonly pools = new Map<string, Pool>();
+  /** notAfter (Unix seconds) of the serving certificate each peer address presented last. */
+  readonly certificateExpiry = new Map<string, number>();
   constructor(private readonly o: PoolOptions) {}
 
   get(address: string): Pool {
     let p = this.pools.get(address);
     if (!p) {
-      p = createPool('https://' + address, this.o);
+      p = createPool('https://' + address, { ...this.o, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
       this.pools.set(address, p);
     }
     return p;
@@ -66,6 +88,7 @@ export class PeerPools {
     for (const [addr, p] of this.pools) {
       if (!keep.has(addr)) {
         this.pools.delete(addr);
+        this.certificateExpiry.delete(addr);
         void p.close().catch(() => undefined);
       }
     }
@@ -74,7 +97,9 @@ export class PeerPools {
   /** Replaces the TLS material (certificate rotation): new pools are made on next use, old ones drain. */
   setTLS(tls: TLSFiles): void {
     this.o.tls = tls;
+    const expiry = new Map(this.certificateExpiry);
     this.retain([]);
+    for (const [a, t] of expiry) this.certificateExpiry.set(a, t);
   }
 
   async close(): Promise<void> {

@@ -80,7 +80,7 @@ for (const frontend of FRONTENDS) {
           assert.ok(Date.now() - t0 < 2000);
         }
         const m = await request(`http://127.0.0.1:${d.metricsPort}/metrics`);
-        assert.match(await m.body.text(), /mvproxy_upstream_errors_total\{route="local"\} 3/);
+        assert.match(await m.body.text(), /mvproxy_upstream_errors_total\{route="local",peer=""\} 3/);
       } finally {
         await d.close();
       }
