@@ -19,7 +19,7 @@ if [ "$major" -lt 24 ]; then
 fi
 
 echo "== lane 1: Node $(node --version), this machine's glibc $glibc"
-run $(find test/unit test/integration test/security test/faults -name '*.test.ts' | sort)
+run $(find test/unit test/integration test/security test/faults test/image -name '*.test.ts' | sort)
 rc=$?
 
 if [ "$glibc" != 2.38 ] && printf "%s\n2.38\n" "$glibc" | sort -V -C; then

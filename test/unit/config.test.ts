@@ -7,7 +7,7 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { parseDocument } from 'yaml';
+import { parseAllDocuments, parseDocument } from 'yaml';
 import { configFromCommand, daemonFlags, normalizeArgs } from '../../src/cli/flags';
 import { ConfigFileError, InvalidConfigError, checkFilesReadable, loadConfigFile, parseConfigFile, CONFIG_API_VERSION, CONFIG_KIND } from '../../src/config/load';
 import type { DaemonConfig } from '../../src/config/types';
@@ -316,4 +316,27 @@ test('deploy/config.yaml loads, with kubeadm pki paths, and fits deploy/static-p
   assert.equal(mounts['k8s-certs'].readOnly, true);
   assert.equal(mounts['mvproxy-config'].mountPath, '/etc/mvproxy');
   assert.equal(mounts['mvproxy-config'].readOnly, true);
+});
+
+test('deploy/kubeadm puts every client behind mvproxy: kube-apiserver on 127.0.0.1 at the port mvproxy serves on the advertise address, probed on 127.0.0.1', () => {
+  const c = parse(`--config=${join(ROOT, 'deploy', 'config.yaml')}`);
+  const docs = parseAllDocuments(readFileSync(join(ROOT, 'deploy', 'kubeadm', 'kubeadm-config.yaml'), 'utf8')).map((d) => d.toJS());
+  const cluster = docs.find((d) => d.kind === 'ClusterConfiguration');
+  const extra = Object.fromEntries(cluster.apiServer.extraArgs.map((a: { name: string; value: string }) => [a.name, a.value]));
+  assert.equal(extra['bind-address'], '127.0.0.1');
+  // mvproxy's upstream is kube-apiserver where it now listens: its bind address, kubeadm's port (6443).
+  assert.equal(c.localAPIServer, `https://${extra['bind-address']}:6443`);
+  // mvproxy takes that port on the node's address: not the wildcard, which would collide with 127.0.0.1:6443.
+  assert.equal(c.securePort, 6443);
+  assert.notEqual(c.bindAddress, '0.0.0.0');
+  assert.notEqual(c.bindAddress, extra['bind-address']);
+  // Certificate users (kubelets, controller-manager, scheduler, admin.conf) are verified, not anonymous.
+  assert.equal(c.clientCAFile, '/etc/kubernetes/pki/ca.crt');
+  const pod = parseDocument(readFileSync(join(ROOT, 'deploy', 'static-pod.yaml'), 'utf8')).toJS();
+  assert.equal(pod.spec.containers[0].ports.find((p: { name: string }) => p.name === 'https').containerPort, c.securePort);
+  for (const kind of ['InitConfiguration', 'JoinConfiguration']) assert.equal(docs.find((d) => d.kind === kind)?.patches?.directory, '/etc/kubernetes/mvproxy-patches', kind);
+  const patch = parseDocument(readFileSync(join(ROOT, 'deploy', 'kubeadm', 'patches', 'kube-apiserver+json.yaml'), 'utf8')).toJS() as { op: string; path: string; value: string }[];
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
+    assert.deepEqual(patch.find((p) => p.path === `/spec/containers/0/${probe}/httpGet/host`), { op: 'replace', path: `/spec/containers/0/${probe}/httpGet/host`, value: extra['bind-address'] }, probe);
+  }
 });

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../support/child-daemon';
-import type { KubeControlPlane } from './control-plane';
+import type { Apiserver, KubeControlPlane } from './control-plane';
 import { freePort, httpsGet, startProcess, waitFor, type Proc } from './processes';
 
 export type Frontend = 'node' | 'uws';
@@ -24,6 +24,18 @@ export interface MvproxyOptions {
   frontend: Frontend;
   peerDiscovery?: 'static' | 'lease';
   extraArgs?: string[];
+  /**
+   * Start each member from a configuration file instead of flags (the deploy/config.yaml test): it
+   * gets this member's node-specific values and returns the file. Only --secure-port is still given
+   * as a flag (it may change on a retry) and --frontend is the file's.
+   */
+  configFile?: (m: { index: number; id: string; ports: Ports; apiserver: Apiserver; peers: { id: string; address: string }[] }) => string;
+}
+
+interface Ports {
+  client: number;
+  peer: number;
+  metrics: number;
 }
 
 let glibcNode: string | null | undefined;
@@ -52,7 +64,8 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
     for (const [i, a] of plane.apiservers.entries()) {
       const p = ports[i]!;
       const peers = o.peerDiscovery === 'lease' ? ['--peer-discovery=lease', '--identity-lease-duration-seconds=10'] : ids.flatMap((id, j) => (j === i ? [] : [`--static-peers=${id}=127.0.0.1:${ports[j]!.peer}`]));
-      const args = [
+      const fromFile = o.configFile?.({ index: i, id: ids[i]!, ports: p, apiserver: a, peers: ids.flatMap((id, j) => (j === i ? [] : [{ id, address: `127.0.0.1:${ports[j]!.peer}` }])) });
+      const args = fromFile !== undefined ? ['--import', 'tsx', join(ROOT, 'src', 'main.ts'), `--config=${fromFile}`, `--secure-port=${p.client}`, ...(o.extraArgs ?? [])] : [
         '--import', 'tsx', join(ROOT, 'src', 'main.ts'),
         `--frontend=${o.frontend}`,
         `--server-id=${ids[i]}`,
