@@ -96,6 +96,8 @@ const ALL: ScenarioInfo[] = [
   S('haproxy/list', 'HAProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('go/list', 'Go httputil.ReverseProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('uws-tls/get', 'mvproxy local, uWS, TLS HTTP/1.1', 'get', PATHS.get, ACCEPT_JSON, TLS_H1),
+  // The cost of request logs when on (issue 15 §4): uws/get again with --v=4, one JSON line per request to stderr.
+  S('uws-v4/get', 'mvproxy local, uWS, --v=4 request logs', 'get', PATHS.get, ACCEPT_JSON),
   S('node-tls/get', 'mvproxy local, node, TLS HTTP/1.1', 'get', PATHS.get, ACCEPT_JSON, TLS_H1),
   S('node-h2/get', 'mvproxy local, node, TLS HTTP/2 (10 streams per connection)', 'get', PATHS.get, ACCEPT_JSON, TLS_H2),
   S('uws-tls/list', 'mvproxy local, uWS, TLS HTTP/1.1', 'list', PATHS.list, ACCEPT_JSON, TLS_H1),
@@ -159,7 +161,7 @@ async function setup(): Promise<void> {
   const need = new Set<string>([...scenarios.map((s) => s.target), ...watchScenarios.map((w) => w.target), ...openTargets]);
   const needA = need.has('uws') || need.has('peer');
   const needC = need.has('node');
-  const needTLS = need.has('uws-tls') || need.has('node-tls');
+  const needTLS = need.has('uws-tls') || need.has('node-tls') || need.has('uws-v4');
   const needB = need.has('peer') || (need.has('uws') && !SMOKE) || needC;
   tmp = mkdtempSync(join(os.tmpdir(), 'mvproxy-bench-'));
 
@@ -184,7 +186,7 @@ async function setup(): Promise<void> {
   const profFlags = (name: string) => (PROFILE ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`] : []);
   const profiled = (t: string) => PROFILE !== undefined && (PROFILE.startsWith(t + '/') || (t === 'uws' && PROFILE.startsWith('peer/')) || (t === 'b' && PROFILE.startsWith('peer/')));
   if (needA || needC || needTLS) {
-    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c', 'd', 'e']);
+    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c', 'd', 'e', 'f']);
     let B: Mvproxy | undefined;
     if (needB) {
       B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('b') ? profFlags('mvproxy-b') : [])] });
@@ -229,6 +231,13 @@ async function setup(): Promise<void> {
       targets.set(t, { name: t, port: M.clientPort, pids: () => [M.proc.pid] });
       targetInfo.push({ name: `mvproxy ${name.toUpperCase()} (${frontend} front end, TLS)`, idleRssMB: MB(memory(M.proc.pid).rss) });
       log(`mvproxy ${name.toUpperCase()} (${frontend}, TLS): pid ${M.proc.pid}, client :${M.clientPort}`);
+    }
+    if (need.has('uws-v4')) {
+      const M = await startMvproxy({ name: 'f', frontend: 'uws', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, extraFlags: ['--v=4'], nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('uws-v4') ? profFlags('mvproxy-f') : [])] });
+      procs.push(M.proc);
+      targets.set('uws-v4', { name: 'uws-v4', port: M.clientPort, pids: () => [M.proc.pid] });
+      targetInfo.push({ name: 'mvproxy F (uWS front end, --v=4)', idleRssMB: MB(memory(M.proc.pid).rss) });
+      log(`mvproxy F (uws, --v=4): pid ${M.proc.pid}, client :${M.clientPort}`);
     }
     if (needC) {
       const C = await startMvproxy({ name: 'c', frontend: 'node', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('node') ? profFlags('mvproxy-c') : [])] });

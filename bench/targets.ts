@@ -76,6 +76,8 @@ export async function makePKI(dir: string, names: string[]): Promise<PKIFiles> {
 
 export interface MvproxySpec {
   name: string;
+  /** Flags after the bench's own (e.g. --v=4 for the request-log scenario). */
+  extraFlags?: string[];
   frontend: 'uws' | 'node';
   localPort: number;
   /** Peer listener addresses of the static peers, by server ID. */
@@ -121,6 +123,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
     '--metrics-bind-address=127.0.0.1:0',
     ...Object.entries(s.peers).map(([id, addr]) => `--static-peers=${id}=${addr}`),
     ...(s.clientTLS ? [`--tls-cert-file=${certs.servingCert}`, `--tls-private-key-file=${certs.servingKey}`] : []),
+    ...(s.extraFlags ?? []),
   ];
   const entry = s.runtime === 'dist' ? [join(BUILD_DIR, 'src', 'main.js')] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   // As the image runs it (Dockerfile ENV).

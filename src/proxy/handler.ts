@@ -215,9 +215,10 @@ export class ProxyHandler {
       headers,
       longRunning,
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
+      recordHead: this.logRequests,
       onDone: (status) => {
         this.settled(h, longRunning);
-        this.observe('local', ri, status, start, ex, undefined, longRunning);
+        this.observe('local', ri, status, start, ex, undefined, longRunning, h);
       },
       hold: on404 && {
         statuses: [404],
@@ -290,6 +291,7 @@ export class ProxyHandler {
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true, identityRules: this.o.identityRules, identity: ex.identity }),
       longRunning,
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
+      recordHead: this.logRequests,
       hold: {
         statuses: last ? PEER_CANNOT_ANSWER : PEER_PASSES_ON,
         then: (held) => {
@@ -302,7 +304,7 @@ export class ProxyHandler {
       onDone: (status) => {
         this.settled(h, longRunning);
         this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
-        this.observe('peer', ri, status, start, ex, id, longRunning);
+        this.observe('peer', ri, status, start, ex, id, longRunning, h);
       },
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
@@ -342,10 +344,11 @@ export class ProxyHandler {
       headers: forwardRequestHeaders(ex.headers, { remoteAddress: ex.remoteAddress, peerHop: true, identityRules: this.o.identityRules, identity: ex.identity }),
       longRunning,
       requestTimeoutMs: longRunning ? streamHeadTimeoutMs(ex.query, this.o.requestTimeoutMs) : this.o.requestTimeoutMs,
+      recordHead: this.logRequests,
       onDone: (status) => {
         this.settled(h, longRunning);
         this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
-        this.observe('peer', ri, status, start, ex, id, longRunning);
+        this.observe('peer', ri, status, start, ex, id, longRunning, h);
       },
       onFailedBeforeResponse: (err, bodyTouched) => {
         this.settled(h, longRunning);
@@ -378,14 +381,27 @@ export class ProxyHandler {
    * swamp it) and, at --v=4, one log line in the shape of Kubernetes' httplog ("HTTP" verb URI
    * latency userAgent srcIP resp) plus mvproxy's route. Off below --v=4: one boolean test.
    */
-  private observe(route: Route, ri: RequestInfo | undefined, status: number, start: number, ex?: Exchange, peer?: string, longRunning = false): void {
+  private observe(route: Route, ri: RequestInfo | undefined, status: number, start: number, ex?: Exchange, peer?: string, longRunning = false, h?: ForwardHandler): void {
     const seconds = (performance.now() - start) / 1000;
     if (!longRunning) {
       this.o.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
       if (peer !== undefined) this.o.metrics.reroutedDuration.observe({ peer }, seconds);
     }
     if (this.logRequests && ex !== undefined) {
-      this.o.log.info(4, 'HTTP', { verb: ex.method, URI: ex.query ? `${ex.path}?${ex.query}` : ex.path, latency: `${(seconds * 1000).toFixed(3)}ms`, userAgent: headerValue(ex.headers, 'user-agent'), srcIP: ex.remoteAddress, resp: status, route: peer ? `peer:${peer}` : route });
+      // httplog's fields and order (verb URI latency userAgent audit-ID srcIP resp), then mvproxy's:
+      // the route, and the upstream's share of the latency (request sent → response head).
+      const auditID = h?.auditID || headerValue(ex.headers, 'audit-id');
+      this.o.log.info(4, 'HTTP', {
+        verb: ex.method,
+        URI: ex.query ? `${ex.path}?${ex.query}` : ex.path,
+        latency: `${(seconds * 1000).toFixed(3)}ms`,
+        userAgent: headerValue(ex.headers, 'user-agent'),
+        'audit-ID': auditID,
+        srcIP: ex.remoteAddress,
+        resp: status,
+        route: peer ? `peer:${peer}` : route,
+        ...(h && h.headAt ? { upstreamLatency: `${(h.headAt - h.sentAt).toFixed(3)}ms` } : {}),
+      });
     }
   }
 

@@ -33,6 +33,8 @@ export interface ForwardOptions {
   hold?: { statuses: readonly number[]; then(held: HeldAnswer): void };
   /** The request body, already read whole so it can be sent again (the hold path); else ex.body streams. */
   body?: Buffer;
+  /** Keep the upstream's Audit-Id and the time its head arrived (request logs at --v=4; off: nothing is scanned). */
+  recordHead?: boolean;
 }
 
 export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): ForwardHandler {
@@ -63,6 +65,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private heldBytes = 0;
 
   constructor(private readonly ex: Exchange, private readonly o: ForwardOptions) {
+    this.sentAt = o.recordHead ? performance.now() : 0;
     ex.onClientClose = () => {
       // Client gone: release the upstream request (and for a watch, the upstream watch) at once.
       if (!this.finished && this.abortUpstream) this.abortUpstream(new ClientClosedError());
@@ -73,6 +76,12 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   get done(): boolean {
     return this.finished;
   }
+
+  /** With o.recordHead: performance.now() when the upstream's response head arrived, and its Audit-Id. */
+  headAt = 0;
+  auditID = '';
+  /** With o.recordHead: performance.now() when the request was handed to the upstream. */
+  readonly sentAt: number;
 
   /** Which upstream it goes to (set by the handler when it tracks the exchange; mvproxy_inflight_requests). */
   route: 'local' | 'peer' = 'local';
@@ -102,6 +111,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
+    if (this.o.recordHead) this.noteHead(controller.rawHeaders);
     if (this.o.hold?.statuses.includes(statusCode)) {
       this.holding = true;
       this.held.status = statusCode;
@@ -116,6 +126,17 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (!Array.isArray(raw)) throw new Error('the upstream answer has no raw header lines (HTTP/2 upstream?)');
     res.writeHead(statusCode, responseHeadFrom(raw), this.o.longRunning);
     res.onDrain = () => controller.resume();
+  }
+
+  private noteHead(raw: unknown): void {
+    this.headAt = performance.now();
+    if (!Array.isArray(raw)) return;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (String(raw[i]).toLowerCase() === 'audit-id') {
+        this.auditID = String(raw[i + 1]);
+        return;
+      }
+    }
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -1,5 +1,5 @@
-// --v=4: one line per request in the shape of Kubernetes' httplog, plus mvproxy's route (issue 15
-// §4); below it, none. A real CLI process on each front end.
+// --v=4: one line per request in the shape of Kubernetes' httplog (with the apiserver's audit-ID),
+// plus mvproxy's route and the upstream's latency (issue 15 §4); below it, none. A real CLI process on each front end.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,7 +12,7 @@ for (const frontend of FRONTENDS) {
   test(`request log lines at --v=4, none at --v=2 (${frontend} front end)`, async () => {
     const upstream = await startFakeUpstream((req, res) => {
       if (req.url?.startsWith('/api/v1/namespaces/default/configmaps/x')) {
-        res.writeHead(200, { 'content-type': 'application/json' });
+        res.writeHead(200, { 'content-type': 'application/json', 'audit-id': 'a1b2c3d4-audit' });
         res.end('{"kind":"ConfigMap","metadata":{"name":"x"}}');
         return true;
       }
@@ -40,6 +40,10 @@ for (const frontend of FRONTENDS) {
           assert.equal(line.userAgent, 'kubectl/v1.33.0 (linux/amd64)');
           assert.match(String(line.latency), /^\d+\.\d{3}ms$/);
           assert.match(String(line.srcIP), /127\.0\.0\.1/);
+          // The apiserver's Audit-Id (what its audit log and the client saw), and the upstream's share.
+          assert.equal(line['audit-ID'], 'a1b2c3d4-audit');
+          assert.match(String(line.upstreamLatency), /^\d+\.\d{3}ms$/);
+          assert.ok(Number.parseFloat(String(line.upstreamLatency)) <= Number.parseFloat(String(line.latency)), 'the upstream\'s share is part of the whole');
         } finally {
           await d.stop('SIGKILL');
         }
