@@ -21,7 +21,12 @@ export interface FetchedDocument {
 }
 
 export class DiscoveryFetchError extends Error {
-  constructor(readonly code: 'MVP_ERR_DISCOVERY_STATUS' | 'MVP_ERR_DISCOVERY_NOT_AGGREGATED' | 'MVP_ERR_DISCOVERY_DECODE' | 'MVP_ERR_DISCOVERY_TRANSPORT', message: string) {
+  constructor(
+    readonly code: 'MVP_ERR_DISCOVERY_STATUS' | 'MVP_ERR_DISCOVERY_NOT_AGGREGATED' | 'MVP_ERR_DISCOVERY_DECODE' | 'MVP_ERR_DISCOVERY_TRANSPORT',
+    message: string,
+    /** The HTTP status the server answered (absent: no answer). */
+    readonly status?: number,
+  ) {
     super(message);
   }
 }
@@ -52,7 +57,7 @@ export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' 
     return o.previous;
   }
   const raw = Buffer.from(await res.body.arrayBuffer());
-  if (res.statusCode !== 200) throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_STATUS', `GET ${path}: status ${res.statusCode}`);
+  if (res.statusCode !== 200) throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_STATUS', `GET ${path}: status ${res.statusCode}`, res.statusCode);
   const ct = String(res.headers['content-type'] ?? '');
   if (!ct.includes('as=APIGroupDiscoveryList') || !ct.includes('g=apidiscovery.k8s.io')) {
     throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_NOT_AGGREGATED', `GET ${path}: the server did not answer with aggregated discovery (content-type ${JSON.stringify(ct)})`);

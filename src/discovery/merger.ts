@@ -300,7 +300,7 @@ export interface FetchedApisDocument {
  * 304 returns the same document, hence the same ETag), so a caller builds once per input change:
  *
  *   const { input, key } = discoveryMergeInput(localID, local.apis, peerApis, excluded);
- *   if (key !== lastKey) { lastKey = key; metrics.peerAggregatedCacheMisses.inc(); snapshot = await merger.build(input); }
+ *   if (key !== lastKey) { lastKey = key; snapshot = await merger.build(input); }
  *
  * Documents without an ETag are keyed by a SHA-256 of their bytes.
  */

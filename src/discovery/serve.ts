@@ -30,7 +30,10 @@ export interface ServeDiscoveryOptions {
   legacyFix: boolean;
 }
 
-export type DiscoveryMetrics = Pick<Metrics, 'peerAggregatedCacheHits' | 'nopeerRequests'>;
+/** Merged documents served at least once (aggregator_discovery_peer_aggregated_cache_{hits,misses}_total). */
+const servedMerged = new WeakSet<EncodedDiscovery>();
+
+export type DiscoveryMetrics = Pick<Metrics, 'peerAggregatedCacheHits' | 'peerAggregatedCacheMisses' | 'nopeerRequests'>;
 
 export const AGGREGATED_V2_JSON_CONTENT_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 export const AGGREGATED_V2_PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
@@ -74,8 +77,14 @@ export function serveDiscovery(
         metrics.nopeerRequests.inc();
         doc = snapshot.local;
       } else {
-        metrics.peerAggregatedCacheHits.inc();
         doc = snapshot.merged;
+        // As upstream's fetchFromCache: each request is a hit or a miss, the first request after a
+        // rebuild the miss (upstream builds then, mvproxy built before; the count is the same).
+        if (servedMerged.has(doc)) metrics.peerAggregatedCacheHits.inc();
+        else {
+          servedMerged.add(doc);
+          metrics.peerAggregatedCacheMisses.inc();
+        }
       }
       writeAggregated(ex, doc, n.encoding, ifNoneMatch);
       return true;

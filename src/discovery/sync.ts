@@ -5,7 +5,7 @@
 // peer that changes its API set is seen within one interval, and an unchanged one costs a 304.
 
 import type { Dispatcher } from 'undici';
-import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
+import { DiscoveryFetchError, fetchDiscoveryDocument, type FetchedDocument } from './fetch';
 import { isHostPort, RouteTable, type PeerDiscovery } from '../routing/routetable';
 import type { RouteTableHolder } from '../routing/holder';
 import type { PeerPools } from '../upstream/pools';
@@ -77,6 +77,8 @@ export class DiscoverySync {
   private readonly exclusions: GVExclusions;
   private readonly merger: DiscoveryMerger;
   private mergeKey = '';
+  /** The membership of the last refresh (id=address#incarnation): a change makes its fetches count as upstream's would. */
+  private lastMembership: string | undefined;
   private openAPI: OpenAPIIndex | undefined;
   private merging: Promise<void> = Promise.resolve();
 
@@ -162,12 +164,20 @@ export class DiscoverySync {
     } catch (e) {
       this.o.log.info(2, 'fetching the local /openapi/v3 index failed; keeping the last one', { err: (e as Error).message });
     }
+    // Upstream fetches every peer's discovery when the membership changes (a lease added, deleted
+    // or taken over) and retries a failed one; it has no periodic refresh (spec §4.4). Its fetches
+    // count in apiserver_rerouted_request_total; mvproxy's periodic refresh of an unchanged, healthy
+    // peer does not, so the series means what it means in-tree.
+    const membership = peers.map((p) => `${p.id}=${p.address}#${p.incarnation ?? ''}`).sort().join(',');
+    const membershipChanged = membership !== this.lastMembership;
+    this.lastMembership = membership;
     const [local] = await Promise.all([
       this.fetchView(undefined, this.local, this.o.local, false),
       ...peers.map(async (p) => {
         const prev = this.peerViews.get(p.id);
         const same = prev && prev.address === p.address && prev.incarnation === p.incarnation;
-        const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true);
+        const countRerouted = membershipChanged || !same || !prev.up;
+        const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true, countRerouted);
         if (view) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
       }),
     ]);
@@ -193,23 +203,32 @@ export class DiscoverySync {
   }
 
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
-  private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean): Promise<ServerView | undefined> {
+  private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean, countRerouted = false): Promise<ServerView | undefined> {
+    const paths = await Promise.allSettled([
+      fetchDiscoveryDocument(upstream, '/api', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs }),
+      fetchDiscoveryDocument(upstream, '/apis', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs }),
+    ]);
+    if (peer) {
+      // As upstream, per path: a rerouted request with the status the server answered (503 when
+      // none, as its proxy responder writes), and one fetch_discovery error per failed path.
+      for (const r of paths) {
+        if (countRerouted) this.o.metrics.reroutedRequests.inc({ code: String(r.status === 'fulfilled' ? 200 : answeredStatus(r.reason)), group: '', version: '', resource: '' });
+        if (r.status === 'rejected') this.o.metrics.peerDiscoverySyncErrors.inc({ type: 'fetch_discovery' });
+      }
+    }
     try {
-      const [api, apis] = await Promise.all([
-        fetchDiscoveryDocument(upstream, '/api', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs }),
-        fetchDiscoveryDocument(upstream, '/apis', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs }),
-      ]);
+      const [api, apis] = paths.map((r) => {
+        if (r.status === 'rejected') throw r.reason;
+        return r.value;
+      });
       if (peer) {
         if (!prev?.up) this.o.log.info(2, 'peer discovery fetched', { peer: peer.id, address: peer.address });
         this.o.metrics.peersUp.set({ peer: peer.id }, 1);
-        if (peerHop) this.o.metrics.reroutedRequests.inc({ code: '200', group: '', version: '', resource: '' }, 2);
       }
       return { api, apis, lastGood: this.now(), up: true, address: peer?.address ?? '' };
     } catch (e) {
       const err = e as Error;
       if (peer) {
-        this.o.metrics.peerDiscoverySyncErrors.inc({ type: 'fetch_discovery' });
-        this.o.metrics.reroutedRequests.inc({ code: '503', group: '', version: '', resource: '' });
         this.o.metrics.peersUp.set({ peer: peer.id }, 0);
         if (prev?.up !== false) this.o.log.info(2, 'peer discovery failed', { peer: peer.id, address: peer.address, err: err.message });
         if (!prev) return { lastGood: -Infinity, up: false, address: peer.address };
@@ -262,7 +281,6 @@ export class DiscoverySync {
       if (this.mergeKey !== key || this.stopped) return; // superseded by a newer input
       try {
         const snap = await this.merger.build(input);
-        this.o.metrics.peerAggregatedCacheMisses.inc();
         this.o.metrics.discoveryMergeDuration.observe(snap.build.ms / 1000);
         if (this.mergeKey === key) this.o.routes.publishDiscovery(snap);
         this.o.log.info(2, 'discovery snapshot published', { generation: snap.generation, servers: snap.counts.servers, groups: snap.counts.groups, resources: snap.counts.resources, mergeMs: Math.round(snap.build.ms * 10) / 10, thread: snap.build.thread });
@@ -272,4 +290,10 @@ export class DiscoverySync {
       }
     });
   }
+}
+
+/** The HTTP status behind a failed discovery fetch: the server's answer, or 503 when there was none (upstream's proxy responder). */
+function answeredStatus(e: unknown): number {
+  if (!(e instanceof DiscoveryFetchError)) return 503;
+  return e.status ?? (e.code === 'MVP_ERR_DISCOVERY_TRANSPORT' ? 503 : 200);
 }

@@ -9,9 +9,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 /** kube-apiserver's request latency buckets (pkg/endpoints/metrics requestLatencies), seconds. */
 export const KUBE_LATENCY_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
 
-/** Error types of apiserver_peer_proxy_errors_total (Kubernetes ProxyErrorEndpointResolution, ProxyErrorTransport). */
+/**
+ * The error type of apiserver_peer_proxy_errors_total that mvproxy counts (Kubernetes
+ * ProxyErrorEndpointResolution). Its other type, proxy_transport, upstream counts only when it
+ * cannot build a round tripper for the request's user, which has no counterpart here.
+ */
 export const PROXY_ERROR_ENDPOINT_RESOLUTION = 'endpoint_resolution';
-export const PROXY_ERROR_TRANSPORT = 'proxy_transport';
 
 export type Route = 'local' | 'peer' | 'discovery';
 

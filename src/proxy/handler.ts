@@ -21,7 +21,7 @@ import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
 import { STATUS_CONTENT_TYPE } from '../respond/status';
 import { errorResponse } from '../respond/error';
-import { type InFlight, type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION, PROXY_ERROR_TRANSPORT } from '../observability/metrics';
+import { type InFlight, type Metrics, type Route, PROXY_ERROR_ENDPOINT_RESOLUTION } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 
 export interface ProxyHandlerOptions {
@@ -147,8 +147,9 @@ export class ProxyHandler {
       }
       case 'unavailable':
         // Known in the cluster but no serving peer has an address: 503, never a misleading 404.
+        // Counted as upstream does (peerproxy_handler.go WrapHandler): an endpoint_resolution error,
+        // and no rerouted request, since nothing was proxied.
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_ENDPOINT_RESOLUTION, group: ri!.apiGroup, version: ri!.apiVersion, resource: ri!.resource });
-        this.o.metrics.reroutedRequests.inc({ code: '503', group: ri!.apiGroup, version: ri!.apiVersion, resource: ri!.resource });
         this.fail(ex, 'MVP_ERR_PEER_NO_ENDPOINT', 'peer', ri, start);
         return;
       case 'peer':
@@ -303,12 +304,14 @@ export class ProxyHandler {
       body,
       onDone: (status) => {
         this.settled(h, longRunning);
-        this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
+        this.rerouted(status, gvr);
         this.observe('peer', ri, status, start, ex, id, longRunning, h);
       },
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
-        this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
+        // Not apiserver_peer_proxy_errors_total{type="proxy_transport"}: upstream counts that only when
+        // it cannot build the round tripper (peerproxy_handler.go:255), and a failed dial is
+        // "rerouted, code 503" there. The failed peer is named here instead.
         this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
         next();
@@ -347,12 +350,14 @@ export class ProxyHandler {
       recordHead: this.logRequests,
       onDone: (status) => {
         this.settled(h, longRunning);
-        this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
+        this.rerouted(status, gvr);
         this.observe('peer', ri, status, start, ex, id, longRunning, h);
       },
       onFailedBeforeResponse: (err, bodyTouched) => {
         this.settled(h, longRunning);
-        this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_TRANSPORT, ...gvr });
+        // Not apiserver_peer_proxy_errors_total{type="proxy_transport"}: upstream counts that only when
+        // it cannot build the round tripper (peerproxy_handler.go:255), and a failed dial is
+        // "rerouted, code 503" there. The failed peer is named here instead.
         this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
         this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
         const timeout = timeoutCode(err);
@@ -360,7 +365,7 @@ export class ProxyHandler {
           this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
           return;
         }
-        this.o.metrics.reroutedRequests.inc({ code: String(ERRORS[timeout ?? 'MVP_ERR_PEER_UNAVAILABLE'].status), ...gvr });
+        this.rerouted(ERRORS[timeout ?? 'MVP_ERR_PEER_UNAVAILABLE'].status, gvr);
         this.fail(ex, timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
       },
     });
@@ -372,8 +377,17 @@ export class ProxyHandler {
       this.toPeer(ex, ri, gvr, peers, first, tried + 1, start);
       return;
     }
-    this.o.metrics.reroutedRequests.inc({ code: '503', ...gvr });
+    this.rerouted(503, gvr);
     this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+  }
+
+  /**
+   * apiserver_rerouted_request_total, once per proxied resource request, with the status the client
+   * got (upstream: peerproxy_handler.go:266). A non-resource request mvproxy proxies to a peer (an
+   * OpenAPI document, resource '') is not one: upstream never proxies those.
+   */
+  private rerouted(status: number, gvr: GVR): void {
+    if (gvr.resource !== '') this.o.metrics.reroutedRequests.inc({ code: String(status), ...gvr });
   }
 
   /**

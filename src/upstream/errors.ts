@@ -15,7 +15,7 @@ export interface ErrorSpec {
 export const ERRORS = {
   /** Peers serve the GVR, but none has a usable address (spec §2 step 8; Kubernetes: endpoint_resolution). */
   MVP_ERR_PEER_NO_ENDPOINT: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'error getting ip and port info of the remote server while proxying' },
-  /** Every peer that serves the GVR failed to connect or complete TLS (Kubernetes: proxy_transport). */
+  /** Every peer that serves the GVR failed to connect or complete TLS (counted as rerouted with code 503, as upstream counts a failed dial). */
   MVP_ERR_PEER_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'no peer apiserver that serves this resource could be reached' },
   /** The local kube-apiserver did not accept a connection or failed before answering. */
   MVP_ERR_LOCAL_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the local kube-apiserver could not be reached' },

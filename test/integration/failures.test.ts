@@ -185,6 +185,8 @@ describe('peers: failover and released watches', () => {
   });
 
   test('a dead peer: requests fail over to another peer that serves the GVR (in-tree: one random try)', async () => {
+    const rerouted = async () => Number(/apiserver_rerouted_request_total\{code="200",group="scheduling.k8s.io",version="v1beta1",resource="workloads"\} (\d+)/.exec(await (await request(plane.member('old').metricsUrl)).body.text())?.[1] ?? 0);
+    const before = await rerouted();
     await plane.stopProxy('new-a');
     try {
       for (let i = 0; i < 20; i++) {
@@ -193,7 +195,9 @@ describe('peers: failover and released watches', () => {
         assert.equal(r.headers['x-sim-server'], 'new-b');
       }
       const m = await (await request(plane.member('old').metricsUrl)).body.text();
-      assert.match(m, /apiserver_peer_proxy_errors_total\{type="proxy_transport",group="scheduling.k8s.io",version="v1beta1",resource="workloads"\} [1-9]/, 'some requests tried the dead peer first');
+      assert.match(m, /mvproxy_upstream_errors_total\{route="peer",peer="mvproxy-new-a"\} [1-9]/, 'some requests tried the dead peer first');
+      // Each client request is one rerouted request with the status it got, failover or not (upstream: one per proxied request).
+      assert.equal(await rerouted(), before + 20);
     } finally {
       await plane.startProxy('new-a');
     }
