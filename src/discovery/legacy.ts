@@ -50,9 +50,9 @@ export interface LegacyAPIResource {
 export interface LegacyDiscovery {
   /** `/apis` APIGroupList listing every group of the merged document. */
   readonly apis: Buffer;
-  /** "group" → APIGroup, for every group that has at least one version only peers serve. */
+  /** "group" → APIGroup, for every group a peer contributes to (buildLegacyDiscovery). */
   readonly groups: ReadonlyMap<string, Buffer>;
-  /** "group/version" → APIResourceList, for every group/version only peers serve. */
+  /** "group/version" → APIResourceList, for every version of those groups (the union of what the servers list). */
   readonly resourceLists: ReadonlyMap<string, Buffer>;
 }
 
@@ -140,34 +140,53 @@ export function encodeLegacyAPIResourceList(group: string, v: APIVersionDiscover
 }
 
 /**
- * The legacy documents for a merged document: the full APIGroupList, plus APIGroup and
- * APIResourceList documents for what only peers serve (group/versions of `merged` absent from
- * `local`). Everything the local apiserver serves itself is left to it.
+ * The legacy documents for a merged document: the full APIGroupList, plus the APIGroup and every
+ * APIResourceList of each group a peer contributes to: one the local apiserver does not serve, or
+ * serves differently (fewer versions, fewer resources or subresources, another preferred version).
+ * Those answer from the union, as a kube-apiserver serving the union would. A group the merge left
+ * as the local apiserver has it is left to the local apiserver (its own answer also carries
+ * storageVersionHash, which aggregated discovery does not).
  */
 export function buildLegacyDiscovery(merged: readonly APIGroupDiscovery[], local: readonly APIGroupDiscovery[], memo?: LegacyMemo): LegacyDiscovery {
-  const localGVs = new Set<string>();
-  for (const g of local) {
-    const name = g.metadata?.name ?? '';
-    for (const v of g.versions ?? []) localGVs.add(`${name}/${v.version}`);
-  }
+  const localGroups = new Map<string, APIGroupDiscovery>();
+  for (const g of local) localGroups.set(g.metadata?.name ?? '', g);
   const groups = new Map<string, Buffer>();
   const resourceLists = new Map<string, Buffer>();
   for (const g of merged) {
     const name = g.metadata?.name ?? '';
-    if (name === '') continue; // the core group is never under /apis
-    let peerOnly = false;
+    if (name === '' || groups.has(name)) continue; // the core group is never under /apis
+    const l = localGroups.get(name);
+    if (l !== undefined && sameLegacyShape(g, l)) continue;
+    const body = encodeLegacyAPIGroup(g);
+    if (body === undefined) continue;
+    groups.set(name, body);
     for (const v of g.versions ?? []) {
       const key = `${name}/${v.version}`;
-      if (localGVs.has(key) || resourceLists.has(key)) continue;
-      peerOnly = true;
-      resourceLists.set(key, memo === undefined ? encodeLegacyAPIResourceList(name, v) : memoResourceList(memo, name, v));
-    }
-    if (peerOnly && !groups.has(name)) {
-      const body = encodeLegacyAPIGroup(g);
-      if (body !== undefined) groups.set(name, body);
+      if (!resourceLists.has(key)) resourceLists.set(key, memo === undefined ? encodeLegacyAPIResourceList(name, v) : memoResourceList(memo, name, v));
     }
   }
   return { apis: encodeLegacyAPIGroupList(merged, memo), groups, resourceLists };
+}
+
+/** Whether two descriptions of a group give the same legacy documents: versions in order, resources and subresources by name. */
+function sameLegacyShape(a: APIGroupDiscovery, b: APIGroupDiscovery): boolean {
+  const av = a.versions ?? [];
+  const bv = b.versions ?? [];
+  if (av.length !== bv.length) return false;
+  for (let i = 0; i < av.length; i++) {
+    if (av[i]!.version !== bv[i]!.version) return false;
+    if (resourceNames(av[i]!) !== resourceNames(bv[i]!)) return false;
+  }
+  return true;
+}
+
+function resourceNames(v: APIVersionDiscovery): string {
+  const names: string[] = [];
+  for (const r of v.resources ?? []) {
+    names.push(r.resource);
+    for (const s of r.subresources ?? []) names.push(`${r.resource}/${s.subresource}`);
+  }
+  return names.sort().join(',');
 }
 
 function memoResourceList(memo: LegacyMemo, group: string, v: APIVersionDiscovery): Buffer {

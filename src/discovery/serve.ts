@@ -20,6 +20,7 @@
 //     `Cache-Control: no-cache, private`. These endpoints negotiate with the default endpoint
 //     restrictions (a clause with as/g/v never matches there); only JSON is answered here.
 
+import { discoveryETag } from './etag';
 import type { Exchange } from '../listener/exchange';
 import type { Metrics } from '../observability/metrics';
 import { negotiateDiscovery, type DiscoveryNegotiation } from '../request/accept';
@@ -67,7 +68,7 @@ export function serveDiscovery(
       // mvproxy, with peer-only groups listed, then answers their /apis/<g>/<v> below.
       const legacy = negotiateLegacyEndpoint(accept);
       if (legacy === null || legacy.encoding !== 'json') return false;
-      writeLegacy(ex, snapshot.legacy.apis);
+      writeLegacy(ex, snapshot.legacy.apis, ifNoneMatch);
       return true;
     }
     if (n.kind === 'aggregated') {
@@ -90,7 +91,7 @@ export function serveDiscovery(
       return true;
     }
     if (!opts.legacyFix || n.encoding !== 'json') return false;
-    writeLegacy(ex, snapshot.legacy.apis);
+    writeLegacy(ex, snapshot.legacy.apis, ifNoneMatch);
     return true;
   }
 
@@ -108,7 +109,7 @@ export function serveDiscovery(
   if (body === undefined) return false;
   const n = negotiateLegacyEndpoint(accept);
   if (n === null || n.encoding !== 'json') return false;
-  writeLegacy(ex, body);
+  writeLegacy(ex, body, ifNoneMatch);
   return true;
 }
 
@@ -164,11 +165,29 @@ function writeAggregated(ex: Exchange, doc: EncodedDiscovery, encoding: 'json' |
   res.end();
 }
 
-function writeLegacy(ex: Exchange, body: Buffer): void {
+/** ETags of the legacy bodies mvproxy answers, computed on first use (each body is built once per snapshot). */
+const legacyETags = new WeakMap<Buffer, string>();
+
+/**
+ * A legacy document mvproxy answers (APIGroupList, APIGroup, APIResourceList), with an ETag and
+ * 304 as the aggregated documents have (kube-apiserver sends none on these; clients that echo one
+ * get a 304 instead of the body, which changes only with the snapshot).
+ */
+function writeLegacy(ex: Exchange, body: Buffer, ifNoneMatch: string | undefined): void {
   const res = ex.res;
+  let etag = legacyETags.get(body);
+  if (etag === undefined) {
+    etag = discoveryETag(body);
+    legacyETags.set(body, etag);
+  }
+  if (ifNoneMatch !== undefined && ifNoneMatch === etag) {
+    res.writeHead(304, { headers: ['Etag', etag, 'Cache-Control', LEGACY_CACHE_CONTROL], contentLength: -1, contentType: '' }, false);
+    res.end();
+    return;
+  }
   res.writeHead(
     200,
-    { headers: ['Content-Type', LEGACY_CONTENT_TYPE, 'Cache-Control', LEGACY_CACHE_CONTROL], contentLength: body.length, contentType: LEGACY_CONTENT_TYPE },
+    { headers: ['Content-Type', LEGACY_CONTENT_TYPE, 'Cache-Control', LEGACY_CACHE_CONTROL, 'Etag', etag], contentLength: body.length, contentType: LEGACY_CONTENT_TYPE },
     false,
   );
   if (ex.method !== 'HEAD') res.write(body);

@@ -219,7 +219,15 @@ export function buildDiscoverySnapshot(input: DiscoverySnapshotInput, build?: Sn
     }
   }
   let localResources = 0;
-  for (const g of localItems) for (const v of g.versions ?? []) localResources += v.resources?.length ?? 0;
+  const localGVs = new Set<string>();
+  for (const g of localItems) {
+    for (const v of g.versions ?? []) {
+      localResources += v.resources?.length ?? 0;
+      localGVs.add(`${g.metadata?.name ?? ''}/${v.version}`);
+    }
+  }
+  let peerOnlyGroupVersions = 0;
+  for (const g of mergedItems) for (const v of g.versions ?? []) if (!localGVs.has(`${g.metadata?.name ?? ''}/${v.version}`)) peerOnlyGroupVersions++;
 
   const counts: SnapshotCounts = {
     servers: 1 + peers.size,
@@ -227,7 +235,7 @@ export function buildDiscoverySnapshot(input: DiscoverySnapshotInput, build?: Sn
     groupVersions,
     resources,
     localResources,
-    peerOnlyGroupVersions: legacy.resourceLists.size,
+    peerOnlyGroupVersions,
     excludedPeerResources,
   };
   return Object.freeze({

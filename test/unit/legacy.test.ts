@@ -102,14 +102,24 @@ test('APIGroupList / APIGroup: the v1.31 fixture layout (sorted keys aside)', ()
   assert.deepEqual(JSON.parse(encodeLegacyAPIGroup(groups[1]!)!.toString()), { kind: 'APIGroup', apiVersion: 'v1', ...fixture.groups[1] });
 });
 
-test('buildLegacyDiscovery: documents only for what the local server lacks', () => {
+test('buildLegacyDiscovery: documents for every group the peer contributes to (all its versions), none for a group the merge left as local', () => {
   const local = aggregatedFixture('v1.33').items;
   const merged = aggregatedFixture('v1.37').items;
   const l = buildLegacyDiscovery(merged, local);
+  const localGroup = (g: string) => local.find((x) => x.metadata.name === g);
   for (const key of l.resourceLists.keys()) {
-    const [g, v] = key.split('/');
-    assert.ok(!local.some((x) => x.metadata.name === g && x.versions!.some((y) => y.version === v)), key);
+    const [g] = key.split('/');
     assert.ok(l.groups.has(g!), `group of ${key}`);
+  }
+  for (const [g] of l.groups) {
+    const m = merged.find((x) => x.metadata.name === g)!;
+    for (const v of m.versions!) assert.ok(l.resourceLists.has(`${g}/${v.version}`), `${g}/${v.version}: every version of a contributed group`);
+    const lg = localGroup(g);
+    if (lg) assert.notDeepEqual(lg.versions!.map((v) => [v.version, (v.resources ?? []).map((r) => r.resource).sort()]), m.versions!.map((v) => [v.version, (v.resources ?? []).map((r) => r.resource).sort()]), `${g}: the merge changed it`);
+  }
+  for (const g of merged) {
+    const lg = localGroup(g.metadata.name!);
+    if (lg && JSON.stringify(lg.versions) === JSON.stringify(g.versions)) assert.ok(!l.groups.has(g.metadata.name!), `${g.metadata.name}: identical, left to the apiserver`);
   }
   assert.ok(l.resourceLists.has('scheduling.k8s.io/v1alpha3'));
   assert.equal(buildLegacyDiscovery(local, local).resourceLists.size, 0);

@@ -175,14 +175,19 @@ test('legacy APIGroupList lists the union of groups, preferred = first merged ve
   assert.ok(s.legacy.apis.toString().startsWith('{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apiregistration.k8s.io","versions":[{"groupVersion":"apiregistration.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apiregistration.k8s.io/v1","version":"v1"}}'));
 });
 
-test('peer-only group/versions get APIResourceList and APIGroup documents', () => {
+test('every group a peer contributes to gets APIGroup and APIResourceList documents for all its versions (the union); a group the merge left as local is left to the apiserver', () => {
   const s = pair('v1.33'); // local v1.33, peer v1.37
   const keys = [...s.legacy.resourceLists.keys()].sort();
   assert.ok(keys.includes('lifecycle.k8s.io/v1alpha1'));
   assert.ok(keys.includes('resource.k8s.io/v1'));
   assert.ok(keys.includes('storagemigration.k8s.io/v1'));
-  assert.ok(!keys.includes('apps/v1'), 'served locally: left to the apiserver');
-  assert.equal(s.counts.peerOnlyGroupVersions, keys.length);
+  // Shared groups the local apiserver serves an older subset of: all their versions, union and all.
+  assert.ok(keys.includes('storagemigration.k8s.io/v1alpha1'), 'a version both serve, in a group whose preferred version changed');
+  assert.ok(keys.includes('resource.k8s.io/v1alpha3'), 'a version whose resources are a union');
+  assert.ok(keys.includes('storage.k8s.io/v1'), 'csinodes/status only the peer lists');
+  assert.equal(parse(s.legacy.groups.get('storagemigration.k8s.io')!).preferredVersion.version, 'v1', "the merged document's preferred version");
+  assert.ok(!keys.includes('apps/v1'), 'served the same by both: left to the apiserver');
+  assert.ok(s.counts.peerOnlyGroupVersions > 0 && s.counts.peerOnlyGroupVersions < keys.length);
 
   const rl = parse(s.legacy.resourceLists.get('resource.k8s.io/v1')!);
   assert.equal(rl.kind, 'APIResourceList');
@@ -326,7 +331,7 @@ function referenceBuild(localID: string, local: Buffer, peerDocs: [string, Buffe
     counts: {
       servers: 1 + peerMap.size, groups: mergedItems.length,
       groupVersions: mergedItems.reduce((n, g) => n + (g.versions ?? []).length, 0), resources: gvrs(mergedItems),
-      localResources: gvrs(localItems), peerOnlyGroupVersions: legacy.resourceLists.size, excludedPeerResources,
+      localResources: gvrs(localItems), peerOnlyGroupVersions: mergedItems.reduce((n, g) => n + (g.versions ?? []).filter((v) => !localItems.some((lg) => (lg.metadata?.name ?? '') === (g.metadata?.name ?? '') && (lg.versions ?? []).some((lv) => lv.version === v.version))).length, 0), excludedPeerResources,
     },
   };
 }
