@@ -14,17 +14,14 @@ import { kubectlPath } from '../support/kubectl';
 
 const CTB = PEER_ONLY.find((k) => k.resource === 'clustertrustbundles')!;
 const HPA = PEER_ONLY.find((k) => k.resource === 'horizontalpodautoscalers')!;
-const SVM = PEER_ONLY.find((k) => k.resource === 'storageversionmigrations')!;
 const OLD_MEMBER = 0; // beside v1.34.4, which does not serve ClusterTrustBundle
 
 /**
- * Every client goes through the v1.34 member. kubectl ≥ 1.30 reads aggregated discovery: it gets
- * a v1.37-only kind in a group/version both serve (ClusterTrustBundle in certificates.k8s.io/v1).
- * kubectl ≤ 1.29 and python read legacy discovery, where mvproxy merges only group/versions no
- * local apiserver serves (README Limitations, issue 16): they get a kind of a group only v1.37
- * serves (StorageVersionMigration, storagemigration.k8s.io/v1).
+ * Every client goes through the v1.34 member and uses ClusterTrustBundle, a v1.37-only kind in a
+ * group/version both apiservers serve (certificates.k8s.io/v1). kubectl ≥ 1.30 reads aggregated
+ * discovery; kubectl ≤ 1.29 and python read legacy discovery, where mvproxy answers
+ * /apis/certificates.k8s.io/v1 with the union of both apiservers (issue 16 §1).
  */
-const legacyClient = (minor: number) => minor <= 29;
 
 describe('real clients through mvproxy', () => {
   let plane: KubeControlPlane;
@@ -39,8 +36,7 @@ describe('real clients through mvproxy', () => {
 
       for (let minor = 27; minor <= 33; minor++) {
         const bin = kubectlPath(minor);
-        const legacy = legacyClient(minor);
-        const kind = legacy ? SVM : CTB;
+        const kind = CTB;
         const via = OLD_MEMBER;
         test(`kubectl 1.${minor}: api-resources, create, apply, get -w and delete of ${kind.kind} (${kind.group}/${kind.version}, not served by the apiserver behind the member)`, { skip: existsSync(bin) ? undefined : `${bin} not found` }, async () => {
           const server = members()[via]!.url;
@@ -73,13 +69,8 @@ describe('real clients through mvproxy', () => {
         });
       }
 
-      test('kubectl ≤ 1.29 (legacy discovery) does not see a v1.37-only kind in a group/version the v1.34 apiserver also serves (Limitations, issue 16)', { skip: existsSync(kubectlPath(29)) ? undefined : 'kubectl 1.29 not found' }, async () => {
-        const names = (await kubectlAs(adminKC, members()[OLD_MEMBER]!.url, ['api-resources', '--api-group=certificates.k8s.io', '-o', 'name'], { bin: kubectlPath(29) })).stdout;
-        assert.doesNotMatch(names, /clustertrustbundles/, 'if this fails, the limitation is gone: remove it from the README');
-        assert.match(names, /certificatesigningrequests/);
-      });
 
-      test("python3-kubernetes' DynamicClient creates, lists and deletes a v1.37-only kind through the v1.34 member (legacy discovery)", async (t) => {
+      test("python3-kubernetes' DynamicClient creates, lists and deletes a v1.37-only kind of a group/version the v1.34 apiserver also serves, through the v1.34 member (legacy discovery)", async (t) => {
         const py = '/usr/bin/python3';
         const ok = await new Promise<boolean>((res) => execFile(py, ['-c', 'import kubernetes'], (err) => res(!err)));
         if (!ok) return t.skip('python3-kubernetes is not installed (.ci/run installs it)');
@@ -91,13 +82,13 @@ config.load_kube_config(config_file=sys.argv[1])
 cfg = client.Configuration.get_default_copy()
 cfg.host = sys.argv[2]
 dc = dynamic.DynamicClient(client.ApiClient(cfg))
-api = dc.resources.get(api_version='storagemigration.k8s.io/v1', kind='StorageVersionMigration')
+api = dc.resources.get(api_version='certificates.k8s.io/v1', kind='ClusterTrustBundle')
 api.create(body=json.loads(sys.argv[3]))
 print('ITEMS', sorted(i.metadata.name for i in api.get().items))
 api.delete(name=sys.argv[4])
 `;
         const out = await new Promise<string>((res, rej) =>
-          execFile(py, ['-c', script, adminKC, members()[OLD_MEMBER]!.url, JSON.stringify(SVM.object(plane, name)), name], { timeout: 60_000, env: { ...process.env, HOME: plane.dir } }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so))),
+          execFile(py, ['-c', script, adminKC, members()[OLD_MEMBER]!.url, JSON.stringify(CTB.object(plane, name)), name], { timeout: 60_000, env: { ...process.env, HOME: plane.dir } }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so))),
         );
         assert.match(out, new RegExp(`ITEMS .*'${name}'`));
       });
