@@ -18,6 +18,13 @@ if [ "$major" -lt 24 ]; then
   exit 1
 fi
 
+# tsx strips types without checking them: the type check runs first (src, test, bench, native-bench).
+echo "== type check: tsc --noEmit"
+if ! node node_modules/typescript/bin/tsc --noEmit -p .; then
+  echo "npm test: the type check failed" >&2
+  exit 1
+fi
+
 echo "== lane 1: Node $(node --version), this machine's glibc $glibc"
 run $(find test/unit test/integration test/security test/faults test/image -name '*.test.ts' | sort)
 rc=$?
