@@ -2,11 +2,13 @@
 // does (peer_discovery.go fetchNewDiscoveryFor, spec §4.3–4.4): Accept asks for the local view
 // (profile=nopeer) first, then v2, then legacy JSON; a reply that is not aggregated v2 is an
 // error (Kubernetes' decoder knows only apidiscovery v2). If-None-Match makes an unchanged
-// document cost a 304.
+// document cost a 304. The body is read up to MAX_DISCOVERY_BODY_BYTES (the request is aborted as
+// soon as it passes the cap) and decoded by decode.ts as Kubernetes' decoder would.
 
 import type { Dispatcher } from 'undici';
 import type { APIGroupDiscoveryList } from './types';
 import { PeerProxiedHeader } from '../routing/decide';
+import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, type DecodedDiscoveryBody } from './decode';
 
 /** client-go AcceptV2NoPeer + AcceptV2 + AcceptV1 (discovery_client.go), the string in-tree peers are asked with. */
 export const DISCOVERY_ACCEPT_NOPEER =
@@ -16,13 +18,29 @@ export interface FetchedDocument {
   readonly path: '/api' | '/apis';
   readonly etag: string;
   readonly list: APIGroupDiscoveryList;
-  /** The body exactly as received (for serving the local view byte for byte). */
+  /**
+   * The body exactly as received (for serving the local view byte for byte); re-encoded JSON when
+   * decoding had to normalise it (protobuf, nulls, a defaulted apiVersion/kind: decode.ts).
+   */
   readonly raw: Buffer;
 }
 
+/**
+ * Why a discovery fetch failed. STATUS: an answer other than 200 (or a 304 with nothing cached);
+ * NOT_AGGREGATED: a 200 that is not aggregated discovery by its Content-Type; TOO_LARGE: a body
+ * over MAX_DISCOVERY_BODY_BYTES (decode.ts); DECODE: a body Kubernetes' decoder would refuse
+ * (decode.ts); TRANSPORT: no answer (connect, TLS, timeout, reset).
+ */
+export type DiscoveryErrorCode =
+  | 'MVP_ERR_DISCOVERY_STATUS'
+  | 'MVP_ERR_DISCOVERY_NOT_AGGREGATED'
+  | 'MVP_ERR_DISCOVERY_TOO_LARGE'
+  | 'MVP_ERR_DISCOVERY_DECODE'
+  | 'MVP_ERR_DISCOVERY_TRANSPORT';
+
 export class DiscoveryFetchError extends Error {
   constructor(
-    readonly code: 'MVP_ERR_DISCOVERY_STATUS' | 'MVP_ERR_DISCOVERY_NOT_AGGREGATED' | 'MVP_ERR_DISCOVERY_DECODE' | 'MVP_ERR_DISCOVERY_TRANSPORT',
+    readonly code: DiscoveryErrorCode,
     message: string,
     /** The HTTP status the server answered (absent: no answer). */
     readonly status?: number,
@@ -39,6 +57,10 @@ export interface FetchOptions {
   /** The previous result for this path, for If-None-Match. */
   previous?: FetchedDocument;
   timeoutMs: number;
+  /** Body size limit (default MAX_DISCOVERY_BODY_BYTES). */
+  maxBytes?: number;
+  /** Decodes the body off the main thread (sync.ts: the merge worker); default: decode.ts here. */
+  decode?: (body: Buffer, what: string) => Promise<DecodedDiscoveryBody>;
 }
 
 export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' | '/apis', o: FetchOptions): Promise<FetchedDocument> {
@@ -56,20 +78,47 @@ export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' 
     await res.body.dump();
     return o.previous;
   }
-  const raw = Buffer.from(await res.body.arrayBuffer());
-  if (res.statusCode !== 200) throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_STATUS', `GET ${path}: status ${res.statusCode}`, res.statusCode);
+  if (res.statusCode !== 200) {
+    await res.body.dump().catch(() => undefined); // at most undici's dump limit (128 KiB), then the connection is closed
+    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_STATUS', `GET ${path}: status ${res.statusCode}`, res.statusCode);
+  }
   const ct = String(res.headers['content-type'] ?? '');
   if (!ct.includes('as=APIGroupDiscoveryList') || !ct.includes('g=apidiscovery.k8s.io')) {
+    await res.body.dump().catch(() => undefined);
     throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_NOT_AGGREGATED', `GET ${path}: the server did not answer with aggregated discovery (content-type ${JSON.stringify(ct)})`);
   }
-  let list: APIGroupDiscoveryList;
-  try {
-    list = JSON.parse(raw.toString('utf8'));
-  } catch (e) {
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', `GET ${path}: ${(e as Error).message}`);
-  }
-  if (list?.kind !== 'APIGroupDiscoveryList' || !Array.isArray(list.items)) {
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', `GET ${path}: not an APIGroupDiscoveryList`);
-  }
+  const body = await readCapped(res, path, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
+  const { list, raw } = o.decode ? await o.decode(body, `GET ${path}`) : decodeDiscoveryBody(body, `GET ${path}`, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
   return { path, etag: String(res.headers.etag ?? ''), list, raw };
+}
+
+/**
+ * The response body, read with a running count: past `max` bytes (or a Content-Length over it)
+ * the body is destroyed at once, which aborts the request and closes its connection, and the fetch
+ * fails with MVP_ERR_DISCOVERY_TOO_LARGE. An error while reading is a TRANSPORT failure.
+ */
+async function readCapped(res: Dispatcher.ResponseData, path: string, max: number): Promise<Buffer> {
+  const tooLarge = (n: string) => new DiscoveryFetchError('MVP_ERR_DISCOVERY_TOO_LARGE', `GET ${path}: body of ${n} bytes, more than the ${max}-byte limit`);
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > max) {
+    res.body.destroy();
+    throw tooLarge(String(declared));
+  }
+  const chunks: Buffer[] = [];
+  let n = 0;
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      n += chunk.length;
+      if (n > max) {
+        res.body.destroy();
+        throw tooLarge(`at least ${n}`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    if (e instanceof DiscoveryFetchError) throw e;
+    const err = e as Error & { code?: string };
+    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_TRANSPORT', `GET ${path}: reading the body: ${err.code ? err.code + ': ' : ''}${err.message}`);
+  }
+  return Buffer.concat(chunks, n);
 }

@@ -37,6 +37,9 @@ import { runMergeTask, MergeCaches } from './merge.worker';
 import { unpackSnapshot, type DiscoverySnapshot, type EncodedDiscovery } from './snapshot';
 
 export type { DocumentBytes } from './merge.worker';
+import type { DecodeTask, DecodeTaskResult } from './merge.worker';
+import { decodeDiscoveryBody, type DecodedDiscoveryBody } from './decode';
+import { DiscoveryFetchError } from './fetch';
 
 export interface DiscoveryMergerOptions {
   /** Worker threads (default 1). */
@@ -122,6 +125,27 @@ export class DiscoveryMerger {
     }
     if (extname(__filename) === '.ts' && !argv.some((a) => a.includes('tsx'))) argv.push('--import', 'tsx');
     return argv;
+  }
+
+  /**
+   * Decodes a discovery body as Kubernetes would (decode.ts) in the worker thread, so a hostile
+   * body cannot stall the event loop; inline when there is no worker. Rejects with the
+   * DiscoveryFetchError the decoder gives (TOO_LARGE, DECODE), or DECODE if the worker died on it.
+   */
+  async decode(body: Uint8Array, what: string): Promise<DecodedDiscoveryBody> {
+    if (this.closed) throw new Error('DiscoveryMerger is closed');
+    if (!this.inline && this.workerError === undefined) await this.start();
+    const pool = this.pool;
+    if (this.inline || this.workerError !== undefined || pool === undefined) return decodeDiscoveryBody(body, what);
+    const bytes = copyToArrayBuffer(body);
+    let r: DecodeTaskResult;
+    try {
+      r = (await pool.run({ bytes, what } satisfies DecodeTask, { name: 'decodeTask', transferList: [bytes] })) as DecodeTaskResult;
+    } catch (e) {
+      throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', `${what}: the decode worker failed on it: ${(e as Error)?.message ?? String(e)}`);
+    }
+    if (!r.ok) throw new DiscoveryFetchError(r.code, r.message);
+    return { list: r.list, raw: Buffer.from(r.raw), format: r.format };
   }
 
   /**

@@ -77,6 +77,8 @@ export class DiscoverySync {
   private readonly exclusions: GVExclusions;
   private readonly merger: DiscoveryMerger;
   private mergeKey = '';
+  /** Every fetched body is decoded in the merge worker (merger.decode): see merge.worker.ts decodeTask. */
+  private readonly decodeOffThread = (body: Buffer, what: string) => this.merger.decode(body, what);
   /** The membership of the last refresh (id=address#incarnation): a change makes its fetches count as upstream's would. */
   private lastMembership: string | undefined;
   private openAPI: OpenAPIIndex | undefined;
@@ -205,8 +207,8 @@ export class DiscoverySync {
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
   private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean, countRerouted = false): Promise<ServerView | undefined> {
     const paths = await Promise.allSettled([
-      fetchDiscoveryDocument(upstream, '/api', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs }),
-      fetchDiscoveryDocument(upstream, '/apis', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs }),
+      fetchDiscoveryDocument(upstream, '/api', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs, decode: this.decodeOffThread }),
+      fetchDiscoveryDocument(upstream, '/apis', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs, decode: this.decodeOffThread }),
     ]);
     if (peer) {
       // As upstream, per path: a rerouted request with the status the server answered (503 when

@@ -384,11 +384,20 @@ export interface DecodedDiscovery {
   object: APIGroupDiscoveryList | APIGroupDiscovery;
 }
 
+/** The runtime.Unknown envelope of a protobuf body: its typeMeta, raw message and contentEncoding. */
+export interface UnknownEnvelope {
+  apiVersion: string;
+  kind: string;
+  contentEncoding: string;
+  /** The encoded object (empty when absent). */
+  raw: Uint8Array;
+}
+
 /**
- * Decodes a protobuf discovery body (magic + runtime.Unknown) holding an APIGroupDiscoveryList
- * or an APIGroupDiscovery of apidiscovery.k8s.io/v2 or v2beta1. Throws on anything else.
+ * Reads the "k8s\0" prefix and the runtime.Unknown after it, as apimachinery's protobuf serializer
+ * does (unknown fields skipped). Throws on a missing prefix or malformed protobuf.
  */
-export function decodeDiscovery(buf: Uint8Array): DecodedDiscovery {
+export function decodeUnknownEnvelope(buf: Uint8Array): UnknownEnvelope {
   if (buf.length < 4 || buf[0] !== 0x6b || buf[1] !== 0x38 || buf[2] !== 0x73 || buf[3] !== 0x00) {
     throw new Error('protobuf discovery: missing "k8s\\0" prefix');
   }
@@ -426,12 +435,30 @@ export function decodeDiscovery(buf: Uint8Array): DecodedDiscovery {
         return false; // contentType and anything unknown
     }
   });
+  const raw = rawStart < 0 ? new Uint8Array(0) : buf.subarray(4 + rawStart, 4 + rawEnd);
+  return { apiVersion, kind, contentEncoding, raw };
+}
 
+/**
+ * Decodes an apidiscovery APIGroupDiscoveryList message (an envelope's raw), skipping unknown
+ * fields as the gogo-generated Unmarshal does. kind and apiVersion are left empty (the envelope
+ * carries them).
+ */
+export function decodeAPIGroupDiscoveryListMessage(raw: Uint8Array): APIGroupDiscoveryList {
+  const r = Reader.create(raw);
+  return readAPIGroupDiscoveryList(r, r.len, '', '');
+}
+
+/**
+ * Decodes a protobuf discovery body (magic + runtime.Unknown) holding an APIGroupDiscoveryList
+ * or an APIGroupDiscovery of apidiscovery.k8s.io/v2 or v2beta1. Throws on anything else.
+ */
+export function decodeDiscovery(buf: Uint8Array): DecodedDiscovery {
+  const { apiVersion, kind, contentEncoding, raw } = decodeUnknownEnvelope(buf);
   if (contentEncoding !== '') throw new Error(`protobuf discovery: unsupported contentEncoding ${JSON.stringify(contentEncoding)}`);
   if (apiVersion !== `${APIDISCOVERY_GROUP}/v2` && apiVersion !== `${APIDISCOVERY_GROUP}/v2beta1`) {
     throw new Error(`protobuf discovery: unexpected apiVersion ${JSON.stringify(apiVersion)}`);
   }
-  const raw = rawStart < 0 ? new Uint8Array(0) : buf.subarray(4 + rawStart, 4 + rawEnd);
   const rr = Reader.create(raw);
   if (kind === APIGROUP_DISCOVERY_LIST_KIND) {
     return { apiVersion, kind, object: readAPIGroupDiscoveryList(rr, rr.len, apiVersion, kind) };
