@@ -121,6 +121,13 @@ describe('peer-aggregated discovery', () => {
     });
   }
 
+  test('kubectl 1.33 auth whoami through the old member works against the simulated apiserver (its SelfSubjectReview is sent as protobuf)', async (t) => {
+    const k = findKubectl(33);
+    if ('skip' in k) return t.skip(k.skip);
+    const { stdout } = await kubectl(k.bin, plane.member(OLD).url, ['auth', 'whoami']);
+    assert.match(stdout, /system:anonymous/);
+  });
+
   test('kubectl 1.33 creates and gets a resource only the new version serves, through the old member', async (t) => {
     const k = findKubectl(33);
     if ('skip' in k) return t.skip(k.skip);
