@@ -112,9 +112,18 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // Membership (static list or identity Leases) and peer health; started once the peer listener is up.
   const peerIdentityHeaders = ownPeerIdentityHeaders(identityRules);
   const peering = proxyEnabled
-    ? new Peering({ config, local: ownLocal, peerPools, peerIdentityHeaders, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void sync.refresh(); }, onReachabilityChange: () => sync.republish() })
+    ? new Peering({ config, local: ownLocal, peerPools, peerIdentityHeaders, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void sync.refresh(); }, onReachabilityChange: () => peerReachabilityChanged() })
     : undefined;
   peering?.load();
+  // A peer out of routing (its probe failed): republish, and requests still waiting on it fail now
+  // (503 or failover) rather than at --request-timeout; a stalled peer never closes its connections.
+  const peerReachabilityChanged = () => {
+    sync.republish();
+    if (!peering) return;
+    for (const p of peering.peers()) {
+      if (!peering.reachable(p.id)) handler.abandonPeer(p.address, peering.problem(p.id) ?? 'unreachable');
+    }
+  };
   const sync = new DiscoverySync({
     localID: config.serverID,
     local: ownLocal,

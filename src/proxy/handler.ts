@@ -15,7 +15,7 @@ import { DECISION_NON_RESOURCE, DECISION_PROXY_DISABLED } from '../routing/decis
 import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import type { RouteTableHolder } from '../routing/holder';
-import { forward, type HeldAnswer, isFailoverSafe, type ForwardHandler } from '../upstream/forward';
+import { forward, type HeldAnswer, isFailoverSafe, PeerDownError, type ForwardHandler } from '../upstream/forward';
 import { carriesIdentity, forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../upstream/errors';
@@ -239,9 +239,10 @@ export class ProxyHandler {
     this.track(h, longRunning, start, 'local');
   }
 
-  private track(h: ForwardHandler, longRunning: boolean, start: number, route: 'local' | 'peer'): void {
+  private track(h: ForwardHandler, longRunning: boolean, start: number, route: 'local' | 'peer', peerAddress = ''): void {
     if (h.done) return;
     h.route = route;
+    h.peerAddress = peerAddress;
     if (longRunning) this.streams.add(h);
     else {
       // undici's own headers/body timeouts (the same bound) handle silences and release the socket;
@@ -261,6 +262,20 @@ export class ProxyHandler {
   *inFlight(): Iterable<InFlight> {
     for (const h of this.streams) yield { route: h.route, longRunning: true };
     for (const h of this.timed) yield { route: h.route, longRunning: false };
+  }
+
+  /**
+   * A peer failed its health probe: requests to it still waiting for an answer fail now instead of
+   * at --request-timeout (a stalled peer keeps kept-alive connections open and never answers). As
+   * a transport failure: a GET or HEAD fails over to another serving peer, else a 503 Status.
+   * Requests it already answers (a watch streaming) are left alone. Returns how many failed.
+   */
+  abandonPeer(address: string, why: string): number {
+    let n = 0;
+    for (const set of [this.timed, this.streams]) {
+      for (const h of [...set]) if (h.peerAddress === address && h.abandon(new PeerDownError(why))) n++;
+    }
+    return n;
   }
 
   /** Shutdown: ends every watch and log stream cleanly; returns how many there were. */
@@ -317,7 +332,7 @@ export class ProxyHandler {
         next();
       },
     });
-    this.track(h, longRunning, start, 'peer');
+    this.track(h, longRunning, start, 'peer', address);
   }
 
   /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
@@ -369,7 +384,7 @@ export class ProxyHandler {
         this.fail(ex, timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
       },
     });
-    this.track(h, longRunning, start, 'peer');
+    this.track(h, longRunning, start, 'peer', address);
   }
 
   private nextPeerOrFail(ex: Exchange, ri: RequestInfo, peers: readonly string[], first: number, tried: number, start: number, gvr: GVR): void {

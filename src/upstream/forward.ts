@@ -85,6 +85,18 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   /** Which upstream it goes to (set by the handler when it tracks the exchange; mvproxy_inflight_requests). */
   route: 'local' | 'peer' = 'local';
+  /** For the peer route: the peer listener's address (handler.ts abandonPeer). */
+  peerAddress = '';
+
+  /**
+   * Gives up on an upstream that has not answered yet (its head not in): the exchange fails with
+   * `err` through onFailedBeforeResponse, as a transport error would. False when it had answered.
+   */
+  abandon(err: Error): boolean {
+    if (this.finished || this.status !== 0 || this.holding || !this.abortUpstream) return false;
+    this.abortUpstream(err);
+    return true;
+  }
 
   /** Deadline (performance.now() ms) of a non-long-running request; Infinity for streams. */
   deadline = Infinity;
@@ -223,6 +235,14 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/** The peer failed its health probe while this request waited for its answer (handler.ts abandonPeer). */
+export class PeerDownError extends Error {
+  readonly code = 'MVP_ERR_PEER_DOWN';
+  constructor(why: string) {
+    super(`the peer stopped answering while the request waited: ${why}`);
+  }
+}
+
 export class ShutdownError extends Error {
   readonly code = 'MVP_ERR_SHUTTING_DOWN';
   constructor() {
@@ -249,6 +269,7 @@ export function isFailoverSafe(err: Error & { code?: string }, method: string, b
     case 'ECONNRESET':
     case 'EPIPE':
     case 'UND_ERR_SOCKET':
+    case 'MVP_ERR_PEER_DOWN':
       return method === 'GET' || method === 'HEAD';
     default:
       // TLS verification failures carry OpenSSL-style codes: the handshake never completed.

@@ -68,7 +68,9 @@ export async function startFakeServer(o: { tls?: NodeCertFiles; apis: Buffer; ro
     });
     seen.push(`${req.method} ${req.url}`);
     if (req.url === '/readyz') {
-      // mvproxy probes each peer's peer listener with GET /readyz (src/peers/health.ts).
+      // mvproxy probes each peer's peer listener with GET /readyz (src/peers/health.ts); a test's
+      // route may answer it otherwise (or never).
+      if (fake.route(req, res)) return;
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('ok');
       return;
@@ -173,6 +175,8 @@ export interface ObservedOptions {
   peerRoute?: Route;
   requestTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** Default PEER_PROBE_INTERVAL_MS (60 s: no probe during a test). */
+  peerProbeIntervalMs?: number;
 }
 
 /** The daemon under observation, in this process: fake local apiserver (v1.33 set), one fake peer (v1.37 set). */
@@ -209,7 +213,7 @@ export async function startObserved(o: ObservedOptions): Promise<Observed> {
     requestTimeoutMs: o.requestTimeoutMs ?? 3000,
     discoveryRefreshIntervalMs: 600_000,
     peerDiscoveryGraceMs: 600_000,
-    peerProbeIntervalMs: PEER_PROBE_INTERVAL_MS,
+    peerProbeIntervalMs: o.peerProbeIntervalMs ?? PEER_PROBE_INTERVAL_MS,
   });
   await daemon.sync.refresh();
   await daemon.sync.mergesDone();
