@@ -102,6 +102,9 @@ export interface Mvproxy {
   frontend: string;
 }
 
+/** The environment the image runs mvproxy with (the Dockerfile's ENV; test/image/runtime-folder.test.ts keeps them equal). */
+export const IMAGE_ENV: Readonly<Record<string, string>> = { NODE_ENV: 'production', UWS_HTTP_MAX_HEADERS_SIZE: '16384', NODE_OPTIONS: '--max-semi-space-size=4' };
+
 export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
   const certs = s.pki.nodes[s.name]!;
   const serverID = `mvproxy-${s.name}`;
@@ -126,8 +129,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
     ...(s.extraFlags ?? []),
   ];
   const entry = s.runtime === 'dist' ? [join(BUILD_DIR, 'src', 'main.js')] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
-  // As the image runs it (Dockerfile ENV).
-  const env = { ...process.env, NODE_ENV: 'production', UWS_HTTP_MAX_HEADERS_SIZE: '16384' };
+  const env = { ...process.env, ...IMAGE_ENV };
   const proc = startProc(`mvproxy-${s.name}`, process.execPath, [...(s.nodeFlags ?? []), ...entry, ...flags], { cpus: s.cpus, cwd: ROOT, env });
   try {
     const m = await proc.waitFor(/\{[^\n]*"msg":"mvproxy started"[^\n]*\}/, 30_000);

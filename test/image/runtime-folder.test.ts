@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parseDocument } from 'yaml';
 import { ROOT } from '../support/child-daemon';
+import { IMAGE_ENV } from '../../bench/targets';
 
 function glibcNode(): string | undefined {
   try {
@@ -27,10 +28,12 @@ describe('the image\'s runtime folder (scripts/runtime-folder.sh, as the Dockerf
   const tmp = mkdtempSync(join(tmpdir(), 'mvproxy-image-'));
   const app = join(tmp, 'app');
   const main = join(app, 'dist', 'src', 'main.js');
-  const env = { ...process.env, PATH: `${dirname(node ?? process.execPath)}:${process.env.PATH}`, NODE_OPTIONS: '' };
+  const buildEnv = { ...process.env, PATH: `${dirname(node ?? process.execPath)}:${process.env.PATH}`, NODE_OPTIONS: '' };
+  // As the image runs the CLI: its ENV (NODE_ENV, the uWS header limit, V8's semi-space cap).
+  const env = { ...buildEnv, ...IMAGE_ENV };
   let demo: ChildProcess | undefined;
   before(() => {
-    execFileSync(join(ROOT, 'scripts', 'runtime-folder.sh'), [app], { env: { ...env, NODE: node! }, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
+    execFileSync(join(ROOT, 'scripts', 'runtime-folder.sh'), [app], { env: { ...buildEnv, NODE: node! }, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
   });
   after(() => {
     demo?.kill('SIGKILL');
@@ -73,5 +76,12 @@ describe('the image\'s runtime folder (scripts/runtime-folder.sh, as the Dockerf
     const exited = new Promise<number | null>((resolve) => demo!.once('exit', (code) => resolve(code)));
     demo.kill('SIGTERM');
     assert.equal(await exited, 0, err.slice(-2000));
+  });
+
+  test("the image's environment (the Dockerfile's ENV) is the one the bench measures and these tests run the CLI with", () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    const block = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)![1]!.replace(/\\\n/g, ' ');
+    const env = Object.fromEntries(block.trim().split(/\s+/).map((kv) => kv.split(/=(.*)/s).slice(0, 2) as [string, string]));
+    assert.deepEqual(env, IMAGE_ENV);
   });
 });
