@@ -206,10 +206,9 @@ export class DiscoverySync {
 
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
   private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean, countRerouted = false): Promise<ServerView | undefined> {
-    const paths = await Promise.allSettled([
-      fetchDiscoveryDocument(upstream, '/api', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.api, timeoutMs: this.o.fetchTimeoutMs, decode: this.decodeOffThread }),
-      fetchDiscoveryDocument(upstream, '/apis', { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous: prev?.apis, timeoutMs: this.o.fetchTimeoutMs, decode: this.decodeOffThread }),
-    ]);
+    const fetch = (path: '/api' | '/apis', previous: FetchedDocument | undefined) =>
+      fetchDiscoveryDocument(upstream, path, { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous, timeoutMs: this.o.fetchTimeoutMs, decode: this.decodeOffThread });
+    const paths = await Promise.allSettled([fetch('/api', prev?.api), fetch('/apis', prev?.apis)]);
     if (peer) {
       // As upstream, per path: a rerouted request with the status the server answered (503 when
       // none, as its proxy responder writes), and one fetch_discovery error per failed path.

@@ -73,6 +73,15 @@ export function parseCertificates(pem: Buffer | string, what: string): X509Certi
 }
 
 /** Checks a certificate/key pair (rule 2); returns the certificate chain, leaf first. */
+/** notAfter (Unix seconds) of the first certificate of a PEM bundle; undefined when it does not parse. */
+export function leafNotAfterSeconds(pem: Buffer, what: string): number | undefined {
+  try {
+    return Date.parse(parseCertificates(pem, what)[0].validTo) / 1000;
+  } catch {
+    return undefined;
+  }
+}
+
 export function checkKeyPair(cert: Buffer, key: Buffer, what = 'certificate'): X509Certificate[] {
   const chain = parseCertificates(cert, what);
   let k;
@@ -142,15 +151,7 @@ export class ReloadableTLS {
   notAfterSeconds(): number | undefined {
     const cert = this.current?.cert;
     if (cert === undefined) return undefined;
-    if (this.expiry?.cert !== cert) {
-      let t: number | undefined;
-      try {
-        t = Date.parse(parseCertificates(cert, this.spec.name)[0].validTo) / 1000;
-      } catch {
-        t = undefined;
-      }
-      this.expiry = { cert, t };
-    }
+    if (this.expiry?.cert !== cert) this.expiry = { cert, t: leafNotAfterSeconds(cert, this.spec.name) };
     return this.expiry.t;
   }
   private expiry: { cert: Buffer; t: number | undefined } | undefined;

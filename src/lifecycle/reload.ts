@@ -9,7 +9,7 @@ import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { Logger } from '../observability/log';
 import { readFileSync } from 'node:fs';
 import type { CertificateInUse } from '../observability/metrics';
-import { parseCertificates, ReloadableTLS, type ReloadablePool, type TLSMaterialSpec } from './certs';
+import { leafNotAfterSeconds, ReloadableTLS, type ReloadablePool, type TLSMaterialSpec } from './certs';
 
 export interface CertReloadTargets {
   config: DaemonConfig;
@@ -90,13 +90,11 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
   const reloaders = specs.filter((s) => s.certFile || s.caFile).map((s) => new ReloadableTLS(s, { log: t.log, resyncMs: t.resyncMs }));
   for (const r of reloaders) r.start();
   // uWS keeps the serving pair it started with (no reloader): its expiry is read once.
+  // (Startup has already refused an unreadable pair, start-failure.ts: undefined here reports nothing.)
   const fixed: CertificateInUse[] = [];
   if (t.frontend === 'uws' && c.tlsCertFile) {
-    try {
-      fixed.push({ certificate: 'serving', notAfterSeconds: Date.parse(parseCertificates(readFileSync(c.tlsCertFile), c.tlsCertFile)[0].validTo) / 1000 });
-    } catch {
-      // Startup has already refused an unreadable pair (start-failure.ts); nothing to report.
-    }
+    const notAfterSeconds = leafNotAfterSeconds(readFileOrEmpty(c.tlsCertFile), c.tlsCertFile);
+    if (notAfterSeconds !== undefined) fixed.push({ certificate: 'serving', notAfterSeconds });
   }
   return {
     stop() {
@@ -115,4 +113,12 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
       yield* fixed;
     },
   };
+}
+
+function readFileOrEmpty(f: string): Buffer {
+  try {
+    return readFileSync(f);
+  } catch {
+    return Buffer.alloc(0);
+  }
 }

@@ -324,11 +324,7 @@ export class ProxyHandler {
       },
       onFailedBeforeResponse: (err) => {
         this.settled(h, longRunning);
-        // Not apiserver_peer_proxy_errors_total{type="proxy_transport"}: upstream counts that only when
-        // it cannot build the round tripper (peerproxy_handler.go:255), and a failed dial is
-        // "rerouted, code 503" there. The failed peer is named here instead.
-        this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
-        this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
+        this.peerRequestFailed(ex, id, address, err);
         next();
       },
     });
@@ -370,11 +366,7 @@ export class ProxyHandler {
       },
       onFailedBeforeResponse: (err, bodyTouched) => {
         this.settled(h, longRunning);
-        // Not apiserver_peer_proxy_errors_total{type="proxy_transport"}: upstream counts that only when
-        // it cannot build the round tripper (peerproxy_handler.go:255), and a failed dial is
-        // "rerouted, code 503" there. The failed peer is named here instead.
-        this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
-        this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
+        this.peerRequestFailed(ex, id, address, err);
         const timeout = timeoutCode(err);
         if (timeout === undefined && isFailoverSafe(err, ex.method, bodyTouched)) {
           this.nextPeerOrFail(ex, ri, peers, first, tried, start, gvr);
@@ -394,6 +386,17 @@ export class ProxyHandler {
     }
     this.rerouted(503, gvr);
     this.fail(ex, 'MVP_ERR_PEER_UNAVAILABLE', 'peer', ri, start);
+  }
+
+  /**
+   * A request to a peer failed before its answer: counted and logged against that peer. Not as
+   * apiserver_peer_proxy_errors_total{type="proxy_transport"}: upstream counts that only when it
+   * cannot build the round tripper (peerproxy_handler.go:255); a failed dial is "rerouted, code
+   * 503" there, which the caller counts with the client's answer.
+   */
+  private peerRequestFailed(ex: Exchange, id: string, address: string, err: Error): void {
+    this.o.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: id });
+    this.o.log.info(2, 'peer request failed', { peer: id, address, err: errText(err), path: ex.path });
   }
 
   /**

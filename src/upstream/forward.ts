@@ -123,29 +123,29 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
-    if (this.o.recordHead) this.noteHead(controller.rawHeaders);
+    // Raw header lines (HTTP/1.1; pools.ts keeps the upstream on it): names and values as sent.
+    const raw = controller.rawHeaders;
+    const head = Array.isArray(raw) ? responseHeadFrom(raw) : undefined;
+    if (this.o.recordHead) this.noteHead(head);
     if (this.o.hold?.statuses.includes(statusCode)) {
       this.holding = true;
       this.held.status = statusCode;
-      const raw = controller.rawHeaders;
-      if (Array.isArray(raw)) this.held.head = responseHeadFrom(raw);
+      if (head) this.held.head = head;
       return;
     }
     this.status = statusCode;
+    if (!head) throw new Error('the upstream answer has no raw header lines (HTTP/2 upstream?)');
     const res = this.ex.res;
-    // Raw header lines (HTTP/1.1; pools.ts keeps the upstream on it): names and values as sent.
-    const raw = controller.rawHeaders;
-    if (!Array.isArray(raw)) throw new Error('the upstream answer has no raw header lines (HTTP/2 upstream?)');
-    res.writeHead(statusCode, responseHeadFrom(raw), this.o.longRunning);
+    res.writeHead(statusCode, head, this.o.longRunning);
     res.onDrain = () => controller.resume();
   }
 
-  private noteHead(raw: unknown): void {
+  private noteHead(head: ResponseHead | undefined): void {
     this.headAt = performance.now();
-    if (!Array.isArray(raw)) return;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      if (String(raw[i]).toLowerCase() === 'audit-id') {
-        this.auditID = String(raw[i + 1]);
+    const h = head?.headers ?? [];
+    for (let i = 0; i < h.length; i += 2) {
+      if (h[i]!.toLowerCase() === 'audit-id') {
+        this.auditID = h[i + 1]!;
         return;
       }
     }
