@@ -1,5 +1,5 @@
 // The bench backend: a fixed, fast responder shaped like a kube-apiserver, in its own process.
-// uWebSockets.js (the fastest HTTP server that loads here, stack.md §2-3), every body a
+// uWebSockets.js (the fastest HTTP server that loads here, docs/dependencies.md §1, §9), every body a
 // precomputed Buffer, so it is never the bottleneck (its direct req/s is the "direct" scenario).
 //
 // Two listeners in one process, the same answers except discovery:
@@ -27,7 +27,6 @@ import type { HttpResponse, HttpRequest, TemplatedApp } from 'uwebsockets';
 import { list100k, object2k, discoveryDocs, WatchEventTemplate, type AggregatedDoc } from './payloads';
 
 type UWS = typeof import('uwebsockets');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const uws = require('uwebsockets') as UWS;
 
 const argv = process.argv.slice(2);

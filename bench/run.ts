@@ -643,7 +643,8 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-main()
+// The exit code comes from main(); a failing cleanup() is left to Node's unhandled-rejection exit.
+void main()
   .then(
     () => 0,
     (e: unknown) => {

@@ -1,4 +1,4 @@
-// Micro-benchmark: the per-request routing hot path (spec §2; architecture.md §8 "hotpath/").
+// Micro-benchmark: the per-request routing hot path (docs/kubernetes-mvp.md §2), one micro-bench per hot function.
 //
 //   node --expose-gc --import tsx native-bench/hotpath.ts [--quick] [--runs 7] [--iters 300000]
 //
@@ -20,7 +20,7 @@
 // Allocation: bytes per call from V8 heap-used deltas over batches of 1,000 calls, each batch
 // started right after a minor GC (so no scavenge runs inside it), 1e6 calls in all; the median
 // batch is reported. Compared with an object of RequestInfo's shape built from existing strings.
-// Numbers are for comparing rows on this machine, never capacity (stack.md: noisy 2-core VM).
+// Numbers are for comparing rows on this machine, never capacity (docs/dependencies.md §9: noisy 2-core VM).
 
 import v8 from 'node:v8';
 import vm from 'node:vm';

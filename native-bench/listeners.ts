@@ -9,7 +9,7 @@
 //
 // Load comes from a separate process: `wrk -t1 -c50 -d5s --latency` when wrk is on PATH (Debian
 // package `wrk`), else this file re-run as an undici load child (50 connections, one request each
-// in flight; its own ceiling is ~20–50k req/s here, stack.md §3, so uWS peaks are under-reported).
+// in flight; its own ceiling is ~20–50k req/s here, docs/dependencies.md §9, so uWS peaks are under-reported).
 // Runs are interleaved uWS/node (the order alternates per repeat: A B, B A, A B) and every server
 // is warmed up first. Everything is on 127.0.0.1. With 2 shared cores, the load generator, the
 // server under test and (proxy) the upstream compete for CPU: compare rows, never read capacity.
@@ -20,11 +20,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { once } from 'node:events';
 import { Pool, request } from 'undici';
-import { listenUWS, loadUWS, type RunningListener } from '../src/listener/uws';
+import { listenUWS, loadUWS } from '../src/listener/uws';
+import type { RunningListener } from '../src/listener/exchange';
 import { listenNode } from '../src/listener/listen-node';
 import type { Exchange } from '../src/listener/exchange';
 import { ProxyHandler } from '../src/proxy/handler';
-import { RouteTableHolder } from '../src/routing/holder';
+import { SnapshotHolder } from '../src/snapshot/holder';
+import { Lifecycle } from '../src/lifecycle/state';
 import { createPool, PeerPools } from '../src/upstream/pools';
 import { Metrics } from '../src/observability/metrics';
 import { silentLogger } from '../src/observability/log';
@@ -217,8 +219,9 @@ async function orchestrate(): Promise<void> {
 
   const upstream = await startUpstream();
   const metrics = new Metrics();
-  const routes = new RouteTableHolder();
-  routes.publish(benchTopology(`${HOST}:1`).table);
+  const snapshots = new SnapshotHolder();
+  snapshots.publish({ table: benchTopology(`${HOST}:1`).table });
+  const lifecycle = new Lifecycle();
   const pools: Pool[] = [];
   const peerPools: PeerPools[] = [];
   const makeHandler = () => {
@@ -227,7 +230,7 @@ async function orchestrate(): Promise<void> {
     pools.push(local);
     peerPools.push(peers);
     // legacyDiscoveryFix: the daemon's default; it only concerns discovery paths, not this GET.
-    return new ProxyHandler({ local, localPlain: local, peers, routes, proxyEnabled: true, legacyDiscoveryFix: true, requestTimeoutMs: 60_000, metrics, log: silentLogger });
+    return new ProxyHandler({ local, localPlain: local, peers, snapshots, lifecycle, proxyEnabled: true, legacyDiscoveryFix: true, requestTimeoutMs: 60_000, metrics, log: silentLogger });
   };
 
   const listeners: RunningListener[] = [];

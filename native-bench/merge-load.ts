@@ -6,7 +6,7 @@
 // The main thread serves a 2 KiB answer through the real uWS front end (listenUWS, the Exchange
 // adapter) to a load generator in another process (wrk -t1 -c50 when installed, else
 // autocannon), while discovery snapshots of 5 servers × 2,000 GVRs are built back to back (one at
-// a time, as DiscoverySync does; alternating between two API sets whose CRD groups all differ, so
+// a time, as SnapshotPublisher does; alternating between two API sets whose CRD groups all differ, so
 // the merger's caches of its last build never answer): in the piscina worker, inline, or not at all
 // (the baseline: what the request load alone does to the loop). monitorEventLoopDelay at 1 ms
 // resolution. Modes interleave (order reversed every other repeat); medians. No CPU pinning: on 2

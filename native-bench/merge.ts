@@ -12,9 +12,9 @@
 // the way a rolling upgrade does: odd servers start from v1.33, every server lacks a few CRD
 // groups the others have and adds a verb to some resources, so the merge takes its full path
 // (topological order, verb unions) rather than the "nothing changed" shortcut. (Real peers' CRD
-// GVs are excluded before the merge, spec §4.5; here they stand in for any large API set.)
+// GVs are excluded before the merge, docs/kubernetes-mvp.md §4.5; here they stand in for any large API set.)
 //
-// Two builds per run, as DiscoverySync sees them (it builds only when an input changed):
+// Two builds per run, as SnapshotPublisher sees them (it builds only when an input changed):
 // - cold: every resource of every server is new (everyResourceChanged), so no cache holds any of it;
 // - warm: right after the cold build, one peer (s2, or s1 with two servers) changed one resource
 //   (oneResourceChanged); the local document and the other peers are byte-identical.
@@ -75,7 +75,7 @@ const keyOf = (b: Buffer): string => {
 };
 
 /**
- * The cold and the warm input of one run. Views, as DiscoverySync passes FetchedDocument.raw
+ * The cold and the warm input of one run. Views, as SnapshotPublisher passes FetchedDocument.raw
  * (build() copies what it sends); with a key per document, as discoveryMergeInput sets them
  * (--no-keys: without, every document copied and sent every build).
  */
@@ -96,7 +96,6 @@ function runInputs(d: Docs): { cold: () => DiscoveryMergeInput; warm: () => Disc
 }
 
 async function main(): Promise<void> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const mod = require(IMPL ? resolve(IMPL, 'src/discovery/merger') : '../src/discovery/merger') as typeof import('../src/discovery/merger');
   const worker: Merger = new mod.DiscoveryMerger({ threads: 1 });
   const inline: Merger = new mod.DiscoveryMerger({ inline: true });

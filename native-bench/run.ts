@@ -43,7 +43,7 @@ const BENCHES: Bench[] = [
     file: 'listeners.ts',
     nodeFlags: [],
     args: () => (QUICK ? ['--quick'] : []),
-    env: { UWS_HTTP_MAX_HEADERS_SIZE: '16384' }, // as the daemon is meant to run (stack.md §3)
+    env: { UWS_HTTP_MAX_HEADERS_SIZE: '16384' }, // as the daemon is meant to run (docs/dependencies.md §2)
   },
   {
     name: 'merge',

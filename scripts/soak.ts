@@ -16,7 +16,7 @@
 // Counted: sent; ok (2xx, and the 404 of an object deleted meanwhile); unavailable (503 Status,
 // expected while the peer restarts); errors (anything else: other statuses, connection failures,
 // a response cut short; target 0); unfinished (target 0). Watches are counted when they end:
-// clean ends and ends cut by the serving peer's restart (as kube-apiserver cuts them: spec §2.4)
+// clean ends and ends cut by the serving peer's restart (as kube-apiserver cuts them: docs/kubernetes-mvp.md §2.4)
 // are both ok, and reported apart. RSS and open fds of this process (both mvproxies, both
 // simulated apiservers and the clients all run in it) at start, after warm-up (the first tenth of
 // the run, at least 20 s) and at the end, both under load; growth is judged from warm-up to the

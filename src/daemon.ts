@@ -4,17 +4,22 @@ import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type http from 'node:http';
 import type { Dispatcher } from 'undici';
-import { type DaemonConfig, isLoopback } from './config/types';
+import type { DaemonConfig } from './config/types';
+import { isLoopback } from './config/values';
 import { createPool, PeerPools, PEER_SERVER_NAME, type TLSFiles } from './upstream/pools';
 import { IdentityHeaderRules, ownPeerIdentityHeaders } from './upstream/headers';
-import { RouteTableHolder } from './routing/holder';
-import { ProxyHandler, writeStatus } from './proxy/handler';
-import { DiscoverySync } from './discovery/sync';
+import { SnapshotHolder } from './snapshot/holder';
+import { ProxyHandler } from './proxy/handler';
+import { writeStatus } from './respond/write';
+import { Lifecycle } from './lifecycle/state';
+import { SnapshotPublisher } from './snapshot/publisher';
 import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
 import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
 import type { TLSSocket } from 'node:tls';
-import { listenUWS, loadUWS, type RunningListener } from './listener/uws';
+import { listenUWS, loadUWS } from './listener/uws';
+import type { RunningListener } from './listener/exchange';
+import { webSocketDialer } from './upstream/websocket';
 import { chooseFrontend } from './listener/frontend';
 import { Tunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
@@ -38,8 +43,10 @@ export interface Daemon {
   readonly peerPort: number;
   readonly metricsPort: number;
   readonly frontend: 'uws' | 'node';
-  readonly routes: RouteTableHolder;
-  readonly sync: DiscoverySync;
+  /** The published snapshot (route table, discovery documents, exclusions, peer addresses). */
+  readonly snapshots: SnapshotHolder;
+  readonly lifecycle: Lifecycle;
+  readonly publisher: SnapshotPublisher;
   readonly metrics: Metrics;
   /** Membership and peer health (undefined when the proxy is off). */
   readonly peering: Peering | undefined;
@@ -99,11 +106,12 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   const localPlain: Dispatcher = localPlainPool;
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME, policy };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
-  const routes = new RouteTableHolder();
+  const snapshots = new SnapshotHolder();
+  const lifecycle = new Lifecycle();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
   const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
-  const handler = new ProxyHandler({ local, localPlain, peers: peerPools, routes, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
+  const handler = new ProxyHandler({ local, localPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
 
   // mvproxy's own calls to the local apiserver (discovery, CRD lists, identity Leases) carry its token; clients' requests never do.
   const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
@@ -112,24 +120,24 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // Membership (static list or identity Leases) and peer health; started once the peer listener is up.
   const peerIdentityHeaders = ownPeerIdentityHeaders(identityRules);
   const peering = proxyEnabled
-    ? new Peering({ config, local: ownLocal, peerPools, peerIdentityHeaders, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void sync.refresh(); }, onReachabilityChange: () => peerReachabilityChanged() })
+    ? new Peering({ config, local: ownLocal, peerPools, peerIdentityHeaders, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void publisher.refresh(); }, onReachabilityChange: () => peerReachabilityChanged() })
     : undefined;
   peering?.load();
   // A peer out of routing (its probe failed): republish, and requests still waiting on it fail now
   // (503 or failover) rather than at --request-timeout; a stalled peer never closes its connections.
   const peerReachabilityChanged = () => {
-    sync.republish();
+    publisher.republish();
     if (!peering) return;
     for (const p of peering.peers()) {
-      if (!peering.reachable(p.id)) handler.abandonPeer(p.address, peering.problem(p.id) ?? 'unreachable');
+      if (!peering.reachable(p.id)) handler.inflight.abandonPeer(p.address, peering.problem(p.id) ?? 'unreachable');
     }
   };
-  const sync = new DiscoverySync({
+  const publisher = new SnapshotPublisher({
     localID: config.serverID,
     local: ownLocal,
     peerPools,
     peerIdentityHeaders,
-    routes,
+    snapshots,
     peers: () => peering?.peers() ?? [],
     peerReachable: (id) => peering?.reachable(id) ?? true,
     refreshIntervalMs: config.discoveryRefreshIntervalMs,
@@ -150,7 +158,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       identity: clientTLS?.clientCA ? (certificateIdentity(req.socket as TLSSocket) ?? undefined) : undefined,
       identityRules,
       headTimeoutMs: config.requestTimeoutMs,
-      draining: handler.draining,
+      draining: lifecycle.draining,
     });
 
   let frontend = choice.frontend;
@@ -165,8 +173,9 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         port: config.securePort,
         tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile!, caFile: clientTLS.clientCA ? config.clientCAFile : undefined, ciphers: policy.ciphers } : undefined,
         onRequest: (ex) => handler.handleClient(ex),
+        lifecycle,
         onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
-        webSocket: { target: localURL, tls: localTLS, identityRules, headTimeoutMs: config.requestTimeoutMs },
+        webSocket: webSocketDialer({ target: localURL, tls: localTLS, identityRules, headTimeoutMs: config.requestTimeoutMs }),
       });
       listeners.push(l);
       clientPort = l.port;
@@ -181,7 +190,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   }
   log.info(0, `client listener front end: ${frontend === 'uws' ? 'uWebSockets.js' : 'node:http/https'}`, { frontend, setting: config.frontend, reason: frontendReason });
   if (frontend === 'node') {
-    const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
+    const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS, lifecycle, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
     if (clientTLS) clientServer = l.server as https.Server;
     listeners.push(l);
     clientPort = l.port;
@@ -205,6 +214,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       policy,
       allowedNames: config.requestheaderAllowedNames,
       onRequest: (ex) => handler.handlePeer(ex),
+      lifecycle,
       onRejected: (ex, why) => {
         log.info(2, 'peer request rejected', { remote: ex.remoteAddress, reason: why });
         writeStatus(ex, 'MVP_ERR_PEER_UNAUTHORIZED');
@@ -215,12 +225,14 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     peerServer = l.server as https.Server;
   }
 
-  let shuttingDown = false;
   const health = new HealthChecks({ log });
   health.add('both', 'ping', ping);
-  health.add('readyz', 'shutdown', () => (shuttingDown ? new Error('process is shutting down') : null));
-  health.add('readyz', 'local-discovery', () => (sync.localSynced ? null : new Error('the local apiserver\'s discovery has not been fetched yet')));
-  health.add('readyz', 'discovery-snapshot-published', () => (routes.current.synced && (!proxyEnabled || routes.discovery !== undefined) ? null : new Error('no discovery snapshot published yet')));
+  health.add('readyz', 'shutdown', () => (lifecycle.shuttingDown ? new Error('process is shutting down') : null));
+  health.add('readyz', 'local-discovery', () => (publisher.localSynced ? null : new Error('the local apiserver\'s discovery has not been fetched yet')));
+  health.add('readyz', 'discovery-snapshot-published', () => {
+    const s = snapshots.current;
+    return s.table.synced && (!proxyEnabled || s.discovery !== undefined) ? null : new Error('no discovery snapshot published yet');
+  });
   handler.health = health;
   // One dead peer is what this daemon exists to survive: peers are informational, never failing readiness.
   const addPeerChecks = (peers: readonly { id: string }[]) => {
@@ -229,7 +241,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       health.addInformational('readyz', `peer-${p.id}`, () => {
         const why = peering?.problem(p.id);
         if (why) return new Error(why);
-        return sync.peerUp(p.id) === false ? new Error(`peer ${p.id} did not answer its last discovery fetch`) : null;
+        return publisher.peerUp(p.id) === false ? new Error(`peer ${p.id} did not answer its last discovery fetch`) : null;
       });
     }
   };
@@ -239,14 +251,15 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: [localPool, localPlainPool], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
-  metrics.inFlightSource = () => handler.inFlight();
+  metrics.inFlightSource = () => handler.inflight.inFlight();
   const peerStatus = () => (peering?.peers() ?? []).map((p) => ({ id: p.id, address: p.address, up: peering!.reachable(p.id), ...(peering!.problem(p.id) ? { problem: peering!.problem(p.id) } : {}) }));
-  const ops = await listenOps({ address: config.metricsBindAddress, metrics, health, routes: () => routesReport(routes, peerStatus) });
+  const ops = await listenOps({ address: config.metricsBindAddress, metrics, health, routes: () => routesReport(snapshots.current, peerStatus) });
 
   // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.
-  const first = sync.start().catch((e) => log.error('discovery start failed', e));
+  const first = publisher.start().catch((e) => log.error('discovery start failed', e));
   void first;
 
+  lifecycle.to('serving');
   log.info(0, 'mvproxy started', { serverID: config.serverID, frontend, clientPort: clientPort!, peerPort, metricsPort: ops.port, proxyEnabled });
 
   const daemon: Daemon = {
@@ -255,28 +268,28 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     peerPort,
     metricsPort: ops.port,
     frontend,
-    routes,
-    sync,
+    snapshots,
+    lifecycle,
+    publisher,
     metrics,
     peering,
     setStaticPeers(peers) {
       peering?.setStaticPeers(peers); // a change calls addPeerChecks and refreshes (onMembershipChange)
-      return sync.refresh();
+      return publisher.refresh();
     },
     async shutdown() {
-      if (shuttingDown) return;
-      shuttingDown = true;
+      if (!lifecycle.to('terminating')) return;
       log.info(0, 'shutting down: /readyz fails from now on', { delayMs: config.shutdownDelayMs, drainTimeoutMs: config.shutdownDrainTimeoutMs });
       // Leave the membership first (lease mode: delete the identity Lease), so peers stop routing
       // here while this node still serves; bounded, and overlapping the delay and the drain.
       const left = peering?.release(LEASE_RELEASE_TIMEOUT_MS) ?? Promise.resolve();
       if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs);
+      lifecycle.to('draining');
       for (const l of listeners) l.stopAccepting();
-      handler.draining = true;
-      const streams = handler.endStreams();
+      const streams = handler.inflight.endStreams();
       const drainEnd = Date.now() + config.shutdownDrainTimeoutMs;
-      while (handler.inflight > 0 && Date.now() < drainEnd) await sleep(20);
-      log.info(0, 'drained', { endedStreams: streams, unfinished: handler.inflight });
+      while (handler.inflight.size > 0 && Date.now() < drainEnd) await sleep(20);
+      log.info(0, 'drained', { endedStreams: streams, unfinished: handler.inflight.size });
       await left;
       await close();
     },
@@ -285,6 +298,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   return daemon;
 
   async function close(): Promise<void> {
+      lifecycle.to('stopped');
       peering?.stop();
       certReload.stop();
       token?.stop();
@@ -292,7 +306,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       ops.close();
       tunnels.destroyAll();
       handler.close();
-      await sync.stop();
+      await publisher.stop();
       await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);
   }
 }

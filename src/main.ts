@@ -4,7 +4,7 @@
 
 import { Command, CommanderError } from 'commander';
 import { configFromCommand, daemonFlags, normalizeArgs } from './cli/flags';
-import { checkFilesReadable, checkTLSFiles, isConfigError } from './config/load';
+import { checkFilesReadable, checkTLSFiles, isConfigError } from './config/validate';
 import { describeStartFailure } from './cli/start-failure';
 import { startDaemon } from './daemon';
 import { DEFAULTS } from './config/types';
@@ -35,12 +35,13 @@ async function main(argv: string[]): Promise<void> {
   if (major < MIN_NODE_MAJOR) fail(`mvproxy needs Node ${MIN_NODE_MAJOR} or newer, this is ${process.version}: run it with the project's pinned Node (npm start, npx mvproxy, or node_modules/.bin/node) or install Node ${MIN_NODE_MAJOR}`);
   const program = new Command('mvproxy')
     .description('Kubernetes Mixed Version Proxy and peer-aggregated discovery, as a node-local daemon beside kube-apiserver')
-    .version(pkg.version, '--version')
     .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
-  daemonFlags(program).action(async (_opts: Record<string, unknown>, cmd: Command) => {
+  // The settings' sections first, then --version and --help under "Global flags:" (kube-apiserver's last section).
+  daemonFlags(program).optionsGroup('Global flags:').helpOption(true).version(pkg.version, '--version');
+  program.action(async (_opts: Record<string, unknown>, cmd: Command) => {
     let config;
     try {
       config = configFromCommand(cmd);
@@ -82,7 +83,6 @@ async function main(argv: string[]): Promise<void> {
     .option('--frontend <name>', 'client front end of the demo proxies: auto, uws or node', 'auto')
     .action(async (opts: { basePort: string; frontend: string }) => {
       // Loaded only for the demo: it pulls in the simulator and the throwaway PKI.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { runDemo } = require('./demo/demo') as typeof import('./demo/demo');
       await runDemo({ basePort: Number(opts.basePort), frontend: opts.frontend === 'node' || opts.frontend === 'uws' ? opts.frontend : 'auto' });
     });

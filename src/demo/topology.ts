@@ -157,7 +157,7 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
       const config = configs.get(name)!;
       if (mode === 'static') config.staticPeers = peersOf(m);
       m.daemon = await startDaemon(config, { log: o.log ?? silentLogger, metrics: new Metrics() });
-      await m.daemon.sync.refresh();
+      await m.daemon.publisher.refresh();
     },
     async close() {
       await Promise.all(members.map((m) => m.daemon.close().catch(() => undefined)));
@@ -174,7 +174,7 @@ async function seeEachOther(members: readonly Member[]): Promise<void> {
     if (Date.now() > end) throw new Error('plane: the members did not find each other through their identity Leases within 10 s');
     await new Promise((r) => setTimeout(r, 20));
   }
-  await Promise.all(members.map((m) => m.daemon.sync.refresh()));
+  await Promise.all(members.map((m) => m.daemon.publisher.refresh()));
 }
 
 export function planeDir(root: string, name = 'pki'): string {

@@ -6,8 +6,9 @@
 //
 // - The body is sniffed, not typed by Content-Type (serializer/recognizer): first non-space byte
 //   `{` → JSON (utilyaml.IsJSONBuffer); "k8s\0" prefix → protobuf; anything else → YAML. mvproxy
-//   asks for JSON only (fetch.ts DISCOVERY_ACCEPT_NOPEER), so it decodes JSON and protobuf as Go
-//   does and refuses the YAML fallback (an empty body or `null` would be an empty list there).
+//   asks for JSON only (snapshot/fetch.ts DISCOVERY_ACCEPT_NOPEER), so it decodes JSON and
+//   protobuf as Go does and refuses the YAML fallback (an empty body or `null` would be an empty
+//   list there).
 // - JSON (serializer/json/json.go:139-217): apiVersion and kind are read case-insensitively with
 //   encoding/json (json/meta.go:48-63, must be strings, apiVersion a valid group/version), then
 //   defaulted from the target type when empty (gvkWithDefaults, json.go:117-129): a missing kind
@@ -41,8 +42,7 @@ import type {
   ObjectMeta,
 } from './types';
 import { APIDISCOVERY_GROUP, APIGROUP_DISCOVERY_LIST_KIND } from './types';
-// fetch.ts imports this module too: both only use the other's exports inside functions.
-import { DiscoveryFetchError } from './fetch';
+import { DiscoveryFetchError } from './errors';
 import { encodeJSON } from './codec/json';
 import { PROTOBUF_MAGIC, decodeAPIGroupDiscoveryListMessage, decodeUnknownEnvelope } from './codec/protobuf';
 
@@ -303,7 +303,7 @@ function str(o: Obj, key: string, path: string, c: Ctx, always: boolean): string
   throw wrongType(at(path, key), 'a string', v);
 }
 
-function int64(o: Obj, key: string, path: string, c: Ctx): number | undefined {
+function int64(o: Obj, key: string, path: string, _c: Ctx): number | undefined {
   const v = field(o, key);
   if (v === undefined) return undefined;
   if (v === null) return undefined;
@@ -312,7 +312,7 @@ function int64(o: Obj, key: string, path: string, c: Ctx): number | undefined {
   return v;
 }
 
-function bool(o: Obj, key: string, path: string, c: Ctx): boolean | undefined {
+function bool(o: Obj, key: string, path: string, _c: Ctx): boolean | undefined {
   const v = field(o, key);
   if (v === undefined) return undefined;
   if (v === null) return undefined;
@@ -321,7 +321,7 @@ function bool(o: Obj, key: string, path: string, c: Ctx): boolean | undefined {
 }
 
 /** A Go slice: the array, or undefined for null/absent (nil). */
-function array(o: Obj, key: string, path: string, c: Ctx): unknown[] | undefined {
+function array(o: Obj, key: string, path: string, _c: Ctx): unknown[] | undefined {
   const v = field(o, key);
   if (v === undefined) return undefined;
   if (v === null) return undefined;
@@ -384,7 +384,7 @@ function stringMap(o: Obj, key: string, path: string, c: Ctx): Record<string, st
 }
 
 /** metav1.Time (time.go UnmarshalJSON): null or an RFC 3339 string time.Parse accepts. */
-function time(o: Obj, key: string, path: string, c: Ctx): string | undefined {
+function time(o: Obj, key: string, path: string, _c: Ctx): string | undefined {
   const v = field(o, key);
   if (v === undefined) return undefined;
   if (v === null) return undefined;

@@ -1,5 +1,5 @@
 // The discovery ETag (kubernetes/apiserver pkg/endpoints/discovery/aggregated/etag.go
-// `calculateETag` + `ServeHTTPWithETag`; spec §5.2).
+// `calculateETag` + `ServeHTTPWithETag`; docs/kubernetes-mvp.md §5.2).
 //
 // Upstream: fmt.Sprintf("%X", sha512.Sum512(json.Marshal(list))) quoted with strconv.Quote.
 // The hex digits never need escaping, so the quoting is plain double quotes. We hash our own

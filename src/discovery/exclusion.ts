@@ -1,5 +1,5 @@
 // Group/versions that are never routed to, or merged from, peers: the CRDs and aggregated
-// APIServices of this cluster (Kubernetes gv_exclusion_manager.go, spec §4.5). Every apiserver
+// APIServices of this cluster (Kubernetes gv_exclusion_manager.go, docs/kubernetes-mvp.md §4.5). Every apiserver
 // shares them through etcd, so a peer's view of them is at best ours and at worst stale. A GV that
 // disappears stays excluded for 5 minutes, so peers have time to see the deletion too.
 

@@ -1,7 +1,7 @@
 // Legacy (unaggregated) discovery documents derived from aggregated data: the `/apis`
 // APIGroupList, `/apis/<group>` APIGroup and `/apis/<group>/<version>` APIResourceList.
 //
-// Beyond in-tree (spec §5.1 step 3, §8 item 4): upstream never peer-aggregates legacy discovery,
+// Beyond in-tree (docs/kubernetes-mvp.md §5.1 step 3, §8 item 4): upstream never peer-aggregates legacy discovery,
 // so kubectl 1.27–1.29 and clients on legacy discovery (python) never see a group/version that
 // only a peer serves. mvproxy can answer these from the merged aggregated document instead.
 //

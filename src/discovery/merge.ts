@@ -4,7 +4,7 @@
 // `mergeResources`, `processServerGroups`, `mergeVersionsAcrossGroup`,
 // `mergeResourcesAcrossVersion` and `mergeResourceCapabilities` (read in kubernetes/kubernetes
 // staging at 7dbde21cc771, the shipped shape: server IDs sorted, numbered fast paths, verb and
-// subresource unions; spec §5.4 and §5.4.1). The never-shipped draft (local first, peers in map
+// subresource unions; docs/kubernetes-mvp.md §5.4 and §5.4.1). The never-shipped draft (local first, peers in map
 // order, no unions, `SortDiscoveryGroupsTopo`) is deliberately not followed.
 //
 // Inputs are treated as immutable. Anything the merge changes is a new object; unchanged groups,
@@ -17,7 +17,8 @@ import type {
   APIVersionDiscovery,
   GroupVersionKind,
 } from './types';
-import { compareByteOrder, mergePreservingRelativeOrder } from './order';
+import { compareByteOrder } from '../gocompat/strings';
+import { mergePreservingRelativeOrder } from './order';
 
 /** The name of the core group ("" in aggregated discovery); it never appears in `/apis`. */
 const coreGroupName = '';
@@ -30,7 +31,7 @@ const coreGroupName = '';
  *   metadata, version freshness and resource fields win.
  * - `peers` maps peer server ID → that peer's groups. Per peer, the core group `""` and repeated
  *   group names (first kept) are dropped, as the peer-discovery cache does upstream
- *   (`peer_discovery.go`, spec §4.4). An entry under `localID` is ignored: upstream never passes
+ *   (`peer_discovery.go`, docs/kubernetes-mvp.md §4.4). An entry under `localID` is ignored: upstream never passes
  *   its own ID (`GetPeerResources` excludes it), and the local document must win.
  *
  * Returns `local` itself (same reference) when there is nothing to merge (one server) or when no
@@ -181,7 +182,7 @@ export function mergeVersionsAcrossGroup(a: APIGroupDiscovery, b: APIGroupDiscov
 /**
  * Merges version b into version a (same version name). Returns the result and whether it
  * differs from a. The version name and `freshness` come from a: a `Stale` b is lost when it
- * merges into a `Current` a (spec §5.4).
+ * merges into a `Current` a (docs/kubernetes-mvp.md §5.4).
  */
 export function mergeResourcesAcrossVersion(
   a: APIVersionDiscovery,

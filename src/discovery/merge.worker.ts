@@ -26,7 +26,7 @@ import { threadId } from 'node:worker_threads';
 import Piscina from 'piscina';
 import type { APIGroupDiscoveryList } from './types';
 import { decodeDiscoveryBody, type DecodedDiscoveryBody } from './decode';
-import { DiscoveryFetchError, type DiscoveryErrorCode } from './fetch';
+import { DiscoveryFetchError, type DiscoveryErrorCode } from './errors';
 import {
   buildDiscoverySnapshot,
   packSnapshot,

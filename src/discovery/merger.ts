@@ -39,7 +39,7 @@ import { unpackSnapshot, type DiscoverySnapshot, type EncodedDiscovery } from '.
 export type { DocumentBytes } from './merge.worker';
 import type { DecodeTask, DecodeTaskResult } from './merge.worker';
 import { decodeDiscoveryBody, type DecodedDiscoveryBody } from './decode';
-import { DiscoveryFetchError } from './fetch';
+import { DiscoveryFetchError } from './errors';
 
 export interface DiscoveryMergerOptions {
   /** Worker threads (default 1). */
@@ -311,7 +311,7 @@ export function copyToArrayBuffer(view: Uint8Array): ArrayBuffer {
   return ab;
 }
 
-/** The part of a FetchedDocument (fetch.ts) a build needs. */
+/** The part of a FetchedDocument (snapshot/fetch.ts) a build needs. */
 export interface FetchedApisDocument {
   /** The server's ETag for the document ('' when it sent none). */
   readonly etag: string;

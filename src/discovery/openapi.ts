@@ -6,7 +6,6 @@
 // differently) and proxies /openapi/v3/apis/<g>/<v> to a peer that serves the group/version.
 
 import type { Dispatcher } from 'undici';
-import type { RouteTable } from '../routing/routetable';
 
 export const OPENAPI_V3_PREFIX = '/openapi/v3/';
 
@@ -37,10 +36,19 @@ export function openAPIIndexKey(group: string, version: string): string {
 }
 
 /**
+ * Where the group/versions only peers serve come from: the route table being published
+ * (routing/routetable.ts RouteTable has this method). Declared here, as a shape, so that the
+ * discovery stage does not import the later routing one.
+ */
+export interface PeerOnlyGroupVersions {
+  peerOnlyGroupVersions(): Iterable<[group: string, version: string]>;
+}
+
+/**
  * The local index plus the group/versions only peers serve. Returns undefined when there is
  * nothing to add (the local index is then served as the apiserver sends it) or it cannot be read.
  */
-export function mergeOpenAPIIndex(local: OpenAPIIndex, table: RouteTable): Buffer | undefined {
+export function mergeOpenAPIIndex(local: OpenAPIIndex, table: PeerOnlyGroupVersions): Buffer | undefined {
   const extra = [...table.peerOnlyGroupVersions()];
   if (extra.length === 0) return undefined;
   let doc: { paths?: Record<string, unknown> };

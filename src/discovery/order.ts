@@ -2,39 +2,15 @@
 //
 // Port of kubernetes/apimachinery pkg/util/sort/sort.go `MergePreservingRelativeOrder`
 // (kubernetes/kubernetes staging/src/k8s.io/apimachinery/pkg/util/sort/sort.go, read at
-// b214dae15d58; spec §5.4 "MergePreservingRelativeOrder"). The earlier
+// b214dae15d58; docs/kubernetes-mvp.md §5.4 "MergePreservingRelativeOrder"). The earlier
 // `SortDiscoveryGroupsTopo` (pairwise path search inside sort.Slice) in the same file never
 // shipped in a release and is not ported.
 //
 // Go compares strings byte by byte (UTF-8). JavaScript's `<` compares UTF-16 code units, which
 // disagrees for characters above U+FFFF against U+E000–U+FFFF, so every comparison here goes
-// through `compareByteOrder` (spec §5.4.1: "Sorting compares bytes").
+// through `compareByteOrder` (docs/kubernetes-mvp.md §5.4.1: "Sorting compares bytes").
 
-/**
- * Compares two strings in the order Go's `a < b` would give on their UTF-8 bytes (the same as
- * code-point order). Returns a negative number, zero or a positive number.
- */
-export function compareByteOrder(a: string, b: string): number {
-  if (a === b) return 0;
-  const n = a.length < b.length ? a.length : b.length;
-  for (let i = 0; i < n; i++) {
-    const ca = a.charCodeAt(i);
-    const cb = b.charCodeAt(i);
-    if (ca !== cb) {
-      // Only the first differing code unit matters. Surrogates (U+D800–U+DFFF) encode code
-      // points above U+FFFF, so they must sort after U+E000–U+FFFF: lift them above.
-      if (ca >= 0xd800 && cb >= 0xd800) return liftSurrogate(ca) - liftSurrogate(cb);
-      return ca - cb;
-    }
-  }
-  return a.length - b.length;
-}
-
-function liftSurrogate(c: number): number {
-  if (c >= 0xe000) return c - 0x800; // U+E000–U+FFFF → 0xD800–0xF7FF
-  if (c >= 0xd800) return c + 0x2000; // surrogates → 0xF800–0xFFFF
-  return c;
-}
+import { compareByteOrder } from '../gocompat/strings';
 
 /** `sort.Strings` in byte order, returning a new array. */
 export function sortedByteOrder(items: Iterable<string>): string[] {

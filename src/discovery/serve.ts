@@ -1,4 +1,5 @@
-// Discovery answers mvproxy gives itself, from the current snapshot (spec §5.1, §5.2, §9; issue 4).
+// Discovery answers mvproxy gives itself, from the current snapshot (docs/kubernetes-mvp.md §5.1,
+// §5.2, §9; issue 4).
 //
 // `/apis` (or `/apis/`), GET/HEAD, aggregated v2 Accept (JSON or protobuf):
 //   - no profile, or any profile but `nopeer`: the peer-aggregated document (counts
@@ -64,7 +65,7 @@ export function serveDiscovery(
     if (n === null) return false; // 406: the apiserver writes it
     if (n.kind === 'aggregated' && n.version === 'v2beta1' && opts.legacyFix) {
       // kubectl 1.27–1.29 ask for v2beta1 with application/json as the fallback. apiservers from
-      // 1.33 on answer that with the legacy APIGroupList (v2beta1 removed, spec §5.1); so does
+      // 1.33 on answer that with the legacy APIGroupList (v2beta1 removed, docs/kubernetes-mvp.md §5.1); so does
       // mvproxy, with peer-only groups listed, then answers their /apis/<g>/<v> below.
       const legacy = negotiateLegacyEndpoint(accept);
       if (legacy === null || legacy.encoding !== 'json') return false;

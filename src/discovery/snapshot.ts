@@ -1,8 +1,8 @@
 // One immutable discovery snapshot: everything mvproxy answers for `/apis` itself, encoded once
-// per input change and never per request (spec §5.2, §5.4, §5.5; issue 4).
+// per input change and never per request (docs/kubernetes-mvp.md §5.2, §5.4, §5.5; issue 4).
 //
 // - merged: the peer-aggregated `/apis` (mergeResources of the local document and every peer's,
-//   spec §5.4), as compact JSON and as Kubernetes protobuf (v2), one ETag for both;
+//   docs/kubernetes-mvp.md §5.4), as compact JSON and as Kubernetes protobuf (v2), one ETag for both;
 // - local: the local apiserver's `/apis` (what `profile=nopeer` gets), re-encoded the same way;
 // - legacy: APIGroupList / APIGroup / APIResourceList derived from the merged data (legacy.ts).
 //
@@ -10,7 +10,7 @@
 // TypeMeta: `{"metadata":{},"items":[…]}`. Our JSON encoder follows Go's field order and
 // omitempty rules, so the ETag is computed over exactly that form (the body minus its
 // `"kind":…,"apiVersion":…,` prefix): for documents our encoder reproduces byte for byte it equals
-// the apiserver's own ETag, and it is opaque either way (spec §5.2).
+// the apiserver's own ETag, and it is opaque either way (docs/kubernetes-mvp.md §5.2).
 //
 // Encoding: each document is assembled from per-group encodings (codec/json.ts groupJSON, which
 // takes JSON.stringify for groups already in Go form; codec/protobuf.ts
@@ -19,7 +19,7 @@
 // what the local one encoded, and a builder that keeps its parsed documents (merge.worker.ts)
 // reuses them across builds, with the pairwise merges and exclusion filtering too.
 //
-// Peer exclusion (spec §4.5, the refilter worker): per peer, every GVR whose "group/version" is
+// Peer exclusion (docs/kubernetes-mvp.md §4.5, the refilter worker): per peer, every GVR whose "group/version" is
 // excluded is dropped; if anything was dropped, excluded versions are dropped from that peer's
 // groups and groups left with no versions are dropped; group metadata is kept. The local document
 // is never filtered (CRDs and aggregated APIs are shown from the local view only).
@@ -79,7 +79,7 @@ export interface DiscoverySnapshot {
 }
 
 export interface DiscoverySnapshotInput {
-  /** This server's ID (identity-lease name); takes part in the sort of server IDs (spec §5.4). */
+  /** This server's ID (identity-lease name); takes part in the sort of server IDs (docs/kubernetes-mvp.md §5.4). */
   localID: string;
   localApis: APIGroupDiscoveryList;
   peers: { id: string; apis: APIGroupDiscoveryList }[];
@@ -249,7 +249,7 @@ export function buildDiscoverySnapshot(input: DiscoverySnapshotInput, build?: Sn
 }
 
 /**
- * A peer's groups without the excluded group/versions (spec §4.5). Returns the groups (the
+ * A peer's groups without the excluded group/versions (docs/kubernetes-mvp.md §4.5). Returns the groups (the
  * input array itself when nothing was dropped) and the number of GVRs dropped.
  */
 export function filterExcludedGroupVersions(

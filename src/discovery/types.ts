@@ -1,4 +1,4 @@
-// apidiscovery.k8s.io/v2 wire types (k8s.io/api/apidiscovery/v2/types.go; spec §7.1).
+// apidiscovery.k8s.io/v2 wire types (k8s.io/api/apidiscovery/v2/types.go; docs/kubernetes-mvp.md §7.1).
 // v2beta1 has the identical shape. Field names and optionality follow the Go JSON tags:
 // `verbs` has no omitempty (null when empty), the rest of the slices are omitempty.
 

@@ -1,4 +1,4 @@
-// Certificate reload (operators.md §6; kube-apiserver pkg/server/dynamiccertificates): the files
+// Certificate reload (docs/operating.md §3; kube-apiserver pkg/server/dynamiccertificates): the files
 // behind every TLS setting are watched (lifecycle/filewatch.ts) and swapped in while the daemon
 // runs; connections already open keep the material they were made with, so nothing in flight is
 // dropped. Rules, in kube's words and order:

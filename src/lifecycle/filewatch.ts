@@ -1,5 +1,5 @@
 // Watching a few small files for new content (certificates, keys, CA bundles, a token, a peers
-// file), the way kube-apiserver's dynamiccertificates controllers do (operators.md §6):
+// file), the way kube-apiserver's dynamiccertificates controllers do (docs/operating.md §3):
 //
 //   - fs.watch on each file's DIRECTORY, not on the file: editors, cert-manager and kubelet's
 //     atomic writer replace files by rename (secret volumes swap a `..data` symlink), which a

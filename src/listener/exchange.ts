@@ -3,8 +3,24 @@
 // response through ClientResponse, whatever carries the bytes.
 
 import type { Readable } from 'node:stream';
-import type { Identity, ResponseHead } from '../upstream/headers';
-import type { ErrorCode } from '../upstream/errors';
+import type { Identity } from '../api/identity';
+import type { ErrorCode } from '../api/errors';
+
+/** Request header block limit of both front ends (node: maxHeaderSize; uWS: UWS_HTTP_MAX_HEADERS_SIZE). */
+export const MAX_HEADER_BYTES = 16 * 1024;
+
+/**
+ * Response headers to pass back to the client (upstream/headers.ts responseHeadFrom builds them
+ * from an upstream's): hop-by-hop headers dropped, and Content-Length reported separately because
+ * each front end writes it itself from the body it sends (writing it twice would corrupt the response).
+ */
+export interface ResponseHead {
+  /** flat [name, value, ...]; names as the upstream sent them */
+  headers: string[];
+  /** -1 when the upstream sent no Content-Length (chunked or close-delimited) */
+  contentLength: number;
+  contentType: string;
+}
 
 /**
  * A response closes its connection after it (both front ends) when:
@@ -24,7 +40,7 @@ export interface ClientResponse {
   write(chunk: Buffer): boolean;
   /** Ends the response normally. */
   end(): void;
-  /** Cuts the client connection: the upstream failed mid-body, so a clean end would be a lie (spec §2.4). */
+  /** Cuts the client connection: the upstream failed mid-body, so a clean end would be a lie (docs/kubernetes-mvp.md §2.4). */
   destroy(): void;
   /** Set by the core; called each time write() may be called again after it returned false. */
   onDrain: (() => void) | null;
@@ -61,7 +77,29 @@ export interface Exchange {
 }
 
 /** Shared by a listener and the responses it creates. */
-export interface ListenerState {
-  /** Set when the listener stops accepting (shutdown): every response from then on closes its connection. */
-  draining: boolean;
+/**
+ * Whether a listener drains (shutdown): every response from then on closes its connection. Read
+ * from the daemon's lifecycle (lifecycle/state.ts) when the listener is given it, and set by the
+ * listener's own stopAccepting() either way (a listener used alone, as in the benches).
+ */
+export class ListenerState {
+  private stopped = false;
+  constructor(private readonly lifecycle?: { readonly draining: boolean }) {}
+
+  get draining(): boolean {
+    return this.stopped || (this.lifecycle?.draining ?? false);
+  }
+
+  stopAccepting(): void {
+    this.stopped = true;
+  }
+}
+
+/** A listening front end (uWS, node:http, the peer and ops listeners), as the daemon stops it. */
+export interface RunningListener {
+  readonly port: number;
+  /** Stops accepting connections; open ones keep being served (shutdown drain). */
+  stopAccepting(): void;
+  /** Closes everything at once, open connections included. */
+  close(): void;
 }

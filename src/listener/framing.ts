@@ -1,11 +1,11 @@
 // Request body framing both front ends must agree on with the apiserver behind them (RFC 9112 §6,
 // request smuggling). llhttp (node front end) already refuses most ambiguous shapes; the uWS build
-// that loads here does not (stack.md §3): it takes the first of two Content-Length fields and reads
-// any Transfer-Encoding as chunked. The headers are forwarded re-framed by undici, so a body read
+// mvproxy runs does not (docs/dependencies.md §3): it takes the first of two Content-Length fields
+// and reads any Transfer-Encoding as chunked. The headers are forwarded re-framed by undici, so a body read
 // one way here and another way upstream is the risk; these rules refuse it before anything is sent,
 // as Go's net/http does in front of kube-apiserver (net/http transfer.go fixLength/parseTransferEncoding).
 
-import type { ErrorCode } from '../upstream/errors';
+import type { ErrorCode } from '../api/errors';
 
 /** Counts the framing fields of one request while a front end walks its headers. */
 export class FramingCheck {

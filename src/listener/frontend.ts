@@ -2,20 +2,21 @@
 //
 // uWebSockets.js is the faster one, but which build loads depends on the runtime: uwebsockets@3.0.6
 // carries one binary per Node ABI, and the Node 22/24 ones (ABI 127/137/141) need glibc ≥ 2.38
-// (Debian 13 and newer distributions; stack.md §0). Only those builds expose the verified client
-// certificate (`HttpResponse.getX509Certificate`). So:
+// (Debian 13 and newer distributions; docs/dependencies.md §1, §4). Only those builds expose the
+// verified client certificate (`HttpResponse.getX509Certificate`). So:
 // - auto (default): uWS when its binary loads *and* can serve this configuration, else node:https;
 //   the reason is logged once and carried by mvproxy_build_info;
 // - uws: the same checks, but a configuration uWS cannot serve is an error (exit 2), never a silent
 //   downgrade of a client-certificate user to anonymous;
 // - node: always node:http/https (also the one that carries SPDY upgrades and HTTP/2).
 
-import type { loadUWS as LoadUWS } from './uws';
-
 export type FrontendSetting = 'auto' | 'uws' | 'node';
 export type ServingFrontend = 'uws' | 'node';
 
 type UWS = typeof import('uwebsockets');
+
+/** What loading the native module gave (uws.ts loadUWS): the module, or why it cannot load. */
+export type UWSLoad = { uws: UWS } | { error: Error };
 
 /** What the client listener must be able to do for this configuration. */
 export interface FrontendNeeds {
@@ -31,7 +32,7 @@ export type FrontendChoice = { frontend: 'uws'; uws: UWS; reason: string } | { f
 const FIRST_ABI_WITH_CLIENT_CERTIFICATES = 127;
 
 /** `abi`: the Node ABI of the loaded binary (this process's; a parameter for tests). */
-export function chooseFrontend(setting: FrontendSetting, needs: FrontendNeeds, load: () => ReturnType<typeof LoadUWS>, abi = Number(process.versions.modules)): FrontendChoice {
+export function chooseFrontend(setting: FrontendSetting, needs: FrontendNeeds, load: () => UWSLoad, abi = Number(process.versions.modules)): FrontendChoice {
   if (setting === 'node') return { frontend: 'node', reason: '--frontend=node' };
   const loaded = load();
   let why: string | undefined;

@@ -5,7 +5,7 @@
 // The peer listener is always node:https with requestCert: a peer must present a client
 // certificate that verifies against --requestheader-client-ca-file (else the TLS handshake fails)
 // and whose CN is in --requestheader-allowed-names, an empty list allowing any CN from that CA
-// (else 401 Status), exactly as kube-apiserver's request-header authenticator (spec §2.5).
+// (else 401 Status), exactly as kube-apiserver's request-header authenticator (docs/kubernetes-mvp.md §2.5).
 
 import type { TLSPolicy } from '../config/tls-policy';
 import http from 'node:http';
@@ -13,11 +13,10 @@ import https from 'node:https';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import type { Exchange, ListenerState } from './exchange';
+import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
 import { NodeExchange } from './node-http';
-import { subjectIdentity, type Identity } from '../upstream/headers';
-import { MAX_HEADER_BYTES, type RunningListener } from './uws';
-import { answerStatus } from '../respond/error';
+import { subjectIdentity, type Identity } from '../api/identity';
+import { answerStatus } from './answer';
 
 export interface NodeListenerOptions {
   host: string;
@@ -25,6 +24,8 @@ export interface NodeListenerOptions {
   /** `clientCA`: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
   tls?: { cert: Buffer; key: string | Buffer; clientCA?: Buffer; policy?: TLSPolicy };
   onRequest(ex: Exchange): void;
+  /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
+  lifecycle?: { readonly draining: boolean };
   /** HTTP Upgrade (exec/attach/port-forward over WebSocket or SPDY); absent = refused with a Status. */
   onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
 }
@@ -33,7 +34,7 @@ export interface NodeListenerOptions {
 const SERVER_OPTIONS: http.ServerOptions = { keepAliveTimeout: 30_000, maxHeaderSize: MAX_HEADER_BYTES, requestTimeout: 0, headersTimeout: 60_000 };
 
 export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener> {
-  const state: ListenerState = { draining: false };
+  const state = new ListenerState(o.lifecycle);
   const clientCA = o.tls?.clientCA;
   // Per connection: the verified certificate's user, computed once (null: no verified certificate).
   const identities = new WeakMap<TLSSocket, Identity | null>();
@@ -90,11 +91,13 @@ export interface PeerListenerOptions {
   allowedNames: readonly string[];
   onRequest(ex: Exchange): void;
   onRejected(ex: Exchange, why: string): void;
+  /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
+  lifecycle?: { readonly draining: boolean };
 }
 
 export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
   const allowed = new Set(o.allowedNames);
-  const state: ListenerState = { draining: false };
+  const state = new ListenerState(o.lifecycle);
   const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const sock = req.socket as TLSSocket;
@@ -109,7 +112,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   };
   const server = https.createServer({ ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true, ...o.policy }, handler);
   answerExpectations(server, handler);
-  // Upgrades between peers are not proxied (in-tree they would arrive without identity, spec §2.3):
+  // Upgrades between peers are not proxied (in-tree they would arrive without identity, docs/kubernetes-mvp.md §2.3):
   // a Status, and the connection closes; nothing after the upgrade request is read.
   server.on('upgrade', (_req, socket: Socket) => {
     socket.pause();
@@ -165,7 +168,7 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
         server,
         port: typeof addr === 'object' && addr ? addr.port : port,
         stopAccepting: () => {
-          state.draining = true;
+          state.stopAccepting();
           if (server.listening) server.close();
           for (const sess of sessions) if (!sess.closed) sess.close();
         },

@@ -1,13 +1,13 @@
 // The node:http / node:https front end. Second client-facing front end (--frontend=node), the
-// fallback when uWebSockets.js cannot load, and the base of the peer listener (it can read the
-// client certificate, which the uWS build that loads here cannot: stack.md §4).
+// fallback when uWebSockets.js cannot load, and the base of the peer listener (it can require a
+// client certificate, which uWS cannot: docs/dependencies.md §4).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { ClientResponse, Exchange, ListenerState } from './exchange';
-import type { Identity, ResponseHead } from '../upstream/headers';
-import type { ErrorCode } from '../upstream/errors';
+import type { ClientResponse, Exchange, ListenerState, ResponseHead } from './exchange';
+import type { Identity } from '../api/identity';
+import type { ErrorCode } from '../api/errors';
 import { FramingCheck, expectationRefusal } from './framing';
 
 /**

@@ -2,16 +2,55 @@
 // handler answer later) while mvproxy opens the upstream WebSocket under the header rules
 // (upstream/websocket.ts); only when the upstream switched does uWS accept the client's upgrade.
 // Then messages are bridged with backpressure both ways. Everything the handler needs is read
-// from the HttpRequest synchronously (uWS frees it when the handler returns).
+// from the HttpRequest synchronously (uWS frees it when the handler returns). The upstream side is
+// a WebSocketDialer the daemon passes in (upstream/websocket.ts webSocketDialer), so this stage
+// never imports the upstream one.
+//
+// Backpressure both ways:
+// - upstream → client: when uWS buffers more than HIGH_WATER for the client, the upstream socket is
+//   paused until uWS's drain brings it under LOW_WATER;
+// - client → upstream: when the ws client buffers more than HIGH_WATER for the upstream, the client
+//   connection stops being read (uWS WebSocket pause(), where the build has it) until the upstream
+//   socket drains; without pause() the client is closed with 1009 past MAX_BUFFERED rather than
+//   growing memory without bound.
+// Close codes are mirrored both ways (1005/1006, which may not be sent, become 1000/1011).
 
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uwebsockets';
 import type { WebSocket as WsClient } from 'ws';
-import { openUpstreamWebSocket, sendableCloseCode, HIGH_WATER, LOW_WATER, MAX_BUFFERED, type WebSocketTarget, type WebSocketUpgradeRequest } from '../upstream/websocket';
-import { errorResponse } from '../respond/error';
-import type { ErrorCode } from '../upstream/errors';
-import type { Identity } from '../upstream/headers';
+import { errorResponse, type ErrorCode } from '../api/errors';
+import type { Identity } from '../api/identity';
 import type { ListenerState } from './exchange';
+
+/** Per-connection buffering that pauses the other side (bytes). */
+export const HIGH_WATER = 1024 * 1024;
+export const LOW_WATER = 256 * 1024;
+/** Client → upstream bytes buffered before a client that cannot be paused is closed (1009). */
+export const MAX_BUFFERED = 16 * 1024 * 1024;
+
+/** What the front end read from the client's upgrade request (synchronously, before any await). */
+export interface WebSocketUpgradeRequest {
+  method: string;
+  /** path?query, still percent-encoded */
+  url: string;
+  /** flat [name, value, ...], names lowercased, wire order */
+  headers: string[];
+  remoteAddress: string;
+  identity?: Identity;
+}
+
+/** The two ends the front end drives once the upstream answered. */
+export interface BridgeCallbacks {
+  /** The upstream switched: accept the client's upgrade with this sub-protocol, then bridge. */
+  accept(protocol: string, upstream: WsClient): void;
+  /** The upstream answered without switching: relay this response, then close the client connection. */
+  refuse(status: number, headers: string[], body: Buffer): void;
+  /** No answer from the upstream (unreachable, TLS, timeout): mvproxy's own Status. */
+  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED' | 'MVP_ERR_UPGRADE_REFUSED'): void;
+}
+
+/** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
+export type WebSocketDialer = (req: WebSocketUpgradeRequest, cb: BridgeCallbacks) => () => void;
 
 interface Bridge {
   upstream: WsClient;
@@ -25,7 +64,7 @@ interface Bridge {
 /** The pieces of the listener this route reads (through the holder: see uws.ts routeAll). */
 export interface WebSocketRouteHolder {
   readonly state: ListenerState;
-  webSocket: WebSocketTarget | null;
+  webSocket: WebSocketDialer | null;
   /** The user of the connection's verified client certificate, if the listener reads them. */
   identityOf(res: HttpResponse): Identity | undefined;
 }
@@ -115,7 +154,7 @@ export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder)
 
 /** One WebSocket upgrade: held until the upstream WebSocket has switched, then accepted (or answered). */
 function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
-  const target = holder.webSocket;
+  const dial = holder.webSocket;
   const key = req.getHeader('sec-websocket-key');
   const headers: string[] = [];
   req.forEach((k, v) => {
@@ -135,10 +174,10 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
     aborted = true;
     abandon?.();
   });
-  if (target === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
+  if (dial === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
   if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
   if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
-  abandon = openUpstreamWebSocket(upgrade, target, {
+  abandon = dial(upgrade, {
     accept(protocol, upstream) {
       if (aborted) return upstream.terminate();
       const bridge: Bridge = { upstream, pendingUp: 0, clientPaused: false, upstreamPaused: false, closed: false };
@@ -176,4 +215,12 @@ function hasBody(headers: readonly string[]): boolean {
     if (n === 'transfer-encoding' || (n === 'content-length' && headers[i + 1].trim() !== '0')) return true;
   }
   return false;
+}
+
+/** A close code that may be sent in a Close frame (RFC 6455 §7.4): 1005/1006/1015 and out-of-range ones may not. */
+export function sendableCloseCode(code: number, fallback: number): number {
+  if (code === 1005) return 1000;
+  if (code === 1006 || code === 1015) return fallback;
+  if ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999)) return code;
+  return fallback;
 }

@@ -1,9 +1,10 @@
-// The uWebSockets.js front end (uwebsockets@3.0.6, the build that loads on Node 20 here:
-// stack.md §2), the default client listener. Rules from stack.md §3 and the uWS docs:
+// The uWebSockets.js front end (uwebsockets@3.0.6, its build for Node 24 on glibc >= 2.38:
+// docs/dependencies.md §1), the default client listener. Rules from docs/dependencies.md §2
+// and the uWS docs:
 // - HttpRequest lives only during the synchronous handler: everything is read before returning;
 // - onAborted is registered before any async work; onData chunks are copied (uWS neuters them);
 // - writes outside the handler are corked, and status + headers go out with the first body chunk
-//   (one syscall; +10–12 % GET throughput measured in a prototype, stack.md "Measured later");
+//   (one syscall; +10–12 % GET throughput measured in a prototype, docs/dependencies.md §5);
 // - uWS holds status and headers until the first body byte, so a JSON watch with no event yet gets
 //   one space (JSON decoders skip whitespace between values) to make its 200 reach the client now.
 
@@ -11,24 +12,22 @@ import { STATUS_CODES } from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
-import type { ClientResponse, Exchange, ListenerState } from './exchange';
-import { subjectIdentity, type Identity, type ResponseHead } from '../upstream/headers';
+import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ResponseHead, type RunningListener } from './exchange';
+import { subjectIdentity, type Identity } from '../api/identity';
 import { X509Certificate } from 'node:crypto';
-import type { ErrorCode } from '../upstream/errors';
+import type { ErrorCode } from '../api/errors';
 import { FramingCheck, expectationRefusal } from './framing';
-import { routeWebSockets, type WebSocketRouteHolder } from './uws-websocket';
-import { uwsReadsClientCertificates } from './frontend';
-import type { WebSocketTarget } from '../upstream/websocket';
+import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
+import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
 
 type UWS = typeof import('uwebsockets');
 
 /** Loads the native module, or returns the reason it cannot load (the caller falls back to node:http). */
-export function loadUWS(): { uws: UWS } | { error: Error } {
+export function loadUWS(): UWSLoad {
   // Read once when the module loads: bearer JWTs plus Impersonate-* headers pass uWS's 4 KiB
-  // default (stack.md §3); 16 KiB matches the node front end's maxHeaderSize.
+  // default (docs/dependencies.md §2); 16 KiB matches the node front end's maxHeaderSize.
   process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(MAX_HEADER_BYTES);
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     return { uws: require('uwebsockets') as UWS };
   } catch (e) {
     return { error: e as Error };
@@ -46,9 +45,6 @@ function statusLine(code: number): string {
 }
 
 const WATCH_KEEPALIVE_BYTE = Buffer.from(' ');
-
-/** Request header block limit of both front ends (node: maxHeaderSize). */
-export const MAX_HEADER_BYTES = 16 * 1024;
 
 export class UwsResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
@@ -363,16 +359,10 @@ export interface UwsListenerOptions {
   onRequest(ex: Exchange): void;
   /** Called for upgrade requests this front end does not carry (anything but WebSocket: SPDY, …). */
   onUpgradeRefused(ex: Exchange): void;
-  /** Where WebSocket upgrades go (bridged, upstream/websocket.ts); absent = refused like SPDY. */
-  webSocket?: WebSocketTarget;
-}
-
-export interface RunningListener {
-  readonly port: number;
-  /** Stops accepting connections; open ones keep being served (shutdown drain). */
-  stopAccepting(): void;
-  /** Closes everything at once, open connections included. */
-  close(): void;
+  /** Where WebSocket upgrades go (bridged, upstream/websocket.ts webSocketDialer); absent = refused like SPDY. */
+  webSocket?: WebSocketDialer;
+  /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
+  lifecycle?: { readonly draining: boolean };
 }
 
 /**
@@ -465,7 +455,7 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
   const clientCertificates = !!o.tls?.caFile;
   const holder: CallbackHolder = {
     cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused },
-    state: { draining: false },
+    state: new ListenerState(o.lifecycle),
     clientCertificates,
     webSocket: o.webSocket ?? null,
     identityOf: clientCertificates ? resIdentity : () => undefined,
@@ -480,7 +470,7 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
       }
       let listening = true;
       const stopAccepting = () => {
-        holder.state.draining = true;
+        holder.state.stopAccepting();
         if (listening) uws.us_listen_socket_close(sock);
         listening = false;
       };

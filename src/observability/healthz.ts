@@ -1,5 +1,5 @@
 // Health endpoints in Kubernetes' format (kubernetes/apiserver pkg/server/healthz/healthz.go;
-// operators.md §3): /livez, /readyz and the deprecated /healthz, each a list of named checks.
+// docs/operating.md §2): /livez, /readyz and the deprecated /healthz, each a list of named checks.
 //
 //   GET /readyz                     200 "ok"                          (text/plain; charset=utf-8, nosniff)
 //   GET /readyz?verbose             200 "[+]ping ok\n…readyz check passed\n"
@@ -17,7 +17,7 @@
 // Checks run in the order they were added.
 //
 // Informational checks (mvproxy's addition, e.g. per-peer reachability) are listed but never fail
-// their endpoint: one dead peer must not pull this node out of its load balancer (operators.md §3).
+// their endpoint: one dead peer must not pull this node out of its load balancer (docs/operating.md §2).
 // In the verbose and failure listings they read
 //   [+]peer-node-b ok
 //   [+]peer-node-b failed (informational, does not fail readyz): reason withheld

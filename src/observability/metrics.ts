@@ -1,7 +1,8 @@
 // All of mvproxy's metrics, in one registry. Names and labels of the in-tree feature are mirrored
-// exactly (spec §6; kubernetes/apiserver pkg/util/peerproxy/metrics/metrics.go and
+// exactly (docs/kubernetes-mvp.md §6; kubernetes/apiserver pkg/util/peerproxy/metrics/metrics.go and
 // pkg/endpoints/discovery/aggregated/metrics.go) so dashboards and alerts written for
-// kube-apiserver work unchanged; mvproxy_* metrics add the design card's latency view.
+// kube-apiserver work unchanged; mvproxy_* metrics add what in-tree does not export: latency (one
+// histogram by route: local, peer, discovery), per-peer health and certificate expiry.
 // HELP starts with [ALPHA] as component-base does.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

@@ -2,7 +2,7 @@
 // group/version/resource right now, read from the published route table, plus the peers and
 // whether they are routed to. Served as JSON at /debug/routes on the ops listener; `mvproxy
 // routes` prints it as a table.
-import type { RouteTableHolder } from '../routing/holder';
+import type { Snapshot } from '../snapshot/holder';
 
 export interface PeerStatus {
   id: string;
@@ -24,15 +24,15 @@ export interface RoutesReport {
   resources: { group: string; version: string; resource: string; local: boolean; peers: string[]; unresolvedPeers: string[] }[];
 }
 
-export function routesReport(holder: RouteTableHolder, peers: () => PeerStatus[], now = Date.now()): RoutesReport {
-  const t = holder.current;
+export function routesReport(snap: Snapshot, peers: () => PeerStatus[], now = Date.now()): RoutesReport {
+  const t = snap.table;
   const resources: RoutesReport['resources'] = [];
   for (const [group, version, resource, e] of t.entries()) resources.push({ group, version, resource, local: e.servedLocally, peers: [...e.peers], unresolvedPeers: [...e.unresolvedPeers] });
   resources.sort((a, b) => a.group.localeCompare(b.group) || a.version.localeCompare(b.version) || a.resource.localeCompare(b.resource));
   return {
-    generation: holder.generation,
-    publishedAt: holder.publishedAt ? new Date(holder.publishedAt).toISOString() : null,
-    ageSeconds: holder.publishedAt ? Math.round((now - holder.publishedAt) / 100) / 10 : null,
+    generation: snap.generation,
+    publishedAt: snap.publishedAt ? new Date(snap.publishedAt).toISOString() : null,
+    ageSeconds: snap.publishedAt ? Math.round((now - snap.publishedAt) / 100) / 10 : null,
     synced: t.synced,
     peers: peers(),
     resources,

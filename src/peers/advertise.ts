@@ -1,5 +1,5 @@
 // The address peers dial to reach this node's peer listener, written into its identity Lease as
-// `kubernetes.io/peer-advertise-address` (spec §4.2, kube-apiserver peer.go getPeerAddress):
+// `kubernetes.io/peer-advertise-address` (docs/kubernetes-mvp.md §4.2, kube-apiserver peer.go getPeerAddress):
 //
 //   1. --peer-advertise-ip AND --peer-advertise-port, when both are set (one alone is ignored, as
 //      in kube-apiserver; the daemon logs that);

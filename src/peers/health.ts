@@ -6,10 +6,10 @@
 //
 // The peer serves it from its own apiserver (one hop): 200 = up. Anything else (refused, TLS
 // rejected, a 401 from its allow-list, its apiserver not ready or shutting down, no answer within
-// the timeout) = down. A down peer is published without an address (DiscoverySync.peerReachable),
+// the timeout) = down. A down peer is published without an address (SnapshotPublisher.peerReachable),
 // so the request path skips it: its GVRs go to another peer serving them, or get a 503 when none is
 // left, until a probe succeeds again; the request path itself stays a pure read of the route table.
-// Its discovery view follows the grace rule (sync.ts), independently.
+// Its discovery view follows the grace rule (snapshot/publisher.ts), independently.
 //
 // A peer that failed is probed again every DOWN_REPROBE_MS (1 s, or the interval if shorter) until it
 // answers, not only at the next interval: a restarted peer is routed to again within about a second
@@ -18,11 +18,11 @@
 // A peer not probed yet counts as reachable (its discovery fetch is what brings it into routing).
 // The gauge mvproxy_peer_up follows each probe; /readyz has an informational check per peer.
 
-import type { PeerEndpoint } from '../discovery/sync';
+import type { PeerEndpoint } from './membership';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../observability/metrics';
 import type { Logger } from '../observability/log';
-import { PeerProxiedHeader } from '../routing/decide';
+import { PeerProxiedHeader } from '../api/headers';
 
 export const PROBE_PATH = '/readyz';
 

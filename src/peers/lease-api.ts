@@ -2,7 +2,7 @@
 // apiserver (the same keep-alive pool as discovery; with --local-apiserver-token-file it carries
 // mvproxy's bearer token). A small hand-written client rather than @kubernetes/client-node: five
 // verbs on one resource, and its 1.x informer API does not expose the resourceVersion/410
-// handling this needs to be explicit about (operators.md §10).
+// handling this needs to be explicit about.
 
 import type { Dispatcher } from 'undici';
 

@@ -1,4 +1,4 @@
-// Membership through Kubernetes identity Leases (--peer-discovery=lease; spec §4.1 and §9), the
+// Membership through Kubernetes identity Leases (--peer-discovery=lease; docs/kubernetes-mvp.md §4.1 and §9), the
 // way kube-apiserver keeps its own, with the changes an out-of-tree router needs:
 //
 //   own Lease    coordination.k8s.io/v1 Lease <server-id> in --lease-namespace (kube-system),
@@ -31,11 +31,10 @@ import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
-import type { PeerEndpoint } from '../discovery/sync';
 import type { Logger } from '../observability/log';
-import { isHostPort } from '../routing/routetable';
+import { isHostPort } from '../gocompat/net';
 import { APIStatusError, LEASE_API_VERSION, LeaseAPI, WatchExpiredError, isStatus, microTime, type Lease } from './lease-api';
-import type { Membership } from './membership';
+import type { Membership, PeerEndpoint } from './membership';
 
 /** The label that marks mvproxy identity Leases (kube-apiserver's are apiserver.kubernetes.io/identity=kube-apiserver). */
 export const IDENTITY_LEASE_LABEL = 'mvproxy.k8s.io/identity';

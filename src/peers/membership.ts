@@ -1,9 +1,19 @@
 // Who the peers are. Two sources behind one interface: a static list (flags and a watched peers
-// file, src/peers/static.ts) and Kubernetes identity Leases (src/peers/lease.ts). DiscoverySync
+// file, src/peers/static.ts) and Kubernetes identity Leases (src/peers/lease.ts). SnapshotPublisher
 // re-reads peers() on every refresh; the daemon calls sync.refresh() when onChange fires, so a new
 // or restarted peer is fetched (and routed to) within a refresh, not a refresh interval.
 
-import type { PeerEndpoint } from '../discovery/sync';
+export interface PeerEndpoint {
+  /** Server ID (Kubernetes: the identity lease name). */
+  readonly id: string;
+  /** host:port of the peer's peer listener. */
+  readonly address: string;
+  /**
+   * Changes when the peer restarts (lease mode: its Lease's holderIdentity). A new incarnation's
+   * documents are fetched afresh (no If-None-Match), as Kubernetes re-reads a peer on a holder change.
+   */
+  readonly incarnation?: string;
+}
 
 export interface Membership {
   readonly mode: 'static' | 'lease';

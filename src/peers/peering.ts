@@ -1,18 +1,17 @@
 // Peers, wired: membership (static list or identity Leases) + health probes, behind the three
-// questions the daemon and DiscoverySync ask — who are the peers, may I route to this one, what is
+// questions the daemon and SnapshotPublisher ask — who are the peers, may I route to this one, what is
 // wrong with it — and the lifecycle hooks (start after the peer listener is up, leave the membership
 // on graceful shutdown, stop).
 
 import type { Dispatcher } from 'undici';
 import type { DaemonConfig } from '../config/types';
-import type { PeerEndpoint } from '../discovery/sync';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 import { peerAdvertiseAddress } from './advertise';
 import { PeerHealth } from './health';
 import { LeaseMembership } from './lease';
-import type { Membership } from './membership';
+import type { Membership, PeerEndpoint } from './membership';
 import { StaticMembership } from './static';
 
 export interface PeeringOptions {

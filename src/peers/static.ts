@@ -14,11 +14,10 @@
 // A peer in both lists takes the file's address.
 
 import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
-import type { PeerEndpoint } from '../discovery/sync';
-import { checkStaticPeer } from '../config/load';
+import { checkStaticPeer } from '../config/values';
 import { WatchedFiles } from '../lifecycle/filewatch';
 import type { Logger } from '../observability/log';
-import type { Membership } from './membership';
+import type { Membership, PeerEndpoint } from './membership';
 
 export class PeersFileError extends Error {
   readonly code = 'MVP_ERR_CONFIG';

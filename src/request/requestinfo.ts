@@ -1,23 +1,28 @@
 // RequestInfo: a port of Kubernetes' RequestInfoFactory.NewRequestInfo
 // (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go at
 // db8b216c) with APIPrefixes {"api","apis"} and GrouplessAPIPrefixes {"api"}, as kube-apiserver
-// configures it (pkg/server/config.go NewRequestInfoResolver; spec §2.1).
+// configures it (pkg/server/config.go NewRequestInfoResolver; docs/kubernetes-mvp.md §2.1).
 //
 // Go works on req.URL.Path (already percent-decoded by url.ParseRequestURI) and on req.URL.Query()
-// (url.ParseQuery). Both are rebuilt here: the path is decoded the way net/url's unescape(encodePath)
-// does, and the few query keys NewRequestInfo reads are found the way parseQuery finds them.
+// (url.ParseQuery). Both are rebuilt with the net/url ports in src/gocompat/ (url.ts, query.ts); their
+// header comments say how our UTF-16 strings differ from Go's bytes (a name decoded from invalid
+// UTF-8 holds U+FFFD where Go keeps the bytes; such a name can never match a served resource).
+// strconv.ParseInt and strings.EqualFold/ToLower/Compare come from there too (strconv.ts,
+// strings.ts). This file keeps Kubernetes' logic.
 //
 // Hot path: this runs for every request. The common case (no '%' in the path) is a handful of
 // indexOf/charCodeAt scans; the only allocations are the result object and its substrings.
 // The list/watch branch reads the query in place, by index, and decodes a value only when it holds
 // '%' or '+'.
 //
-// Deliberate differences from Go (strings vs bytes):
-// - Go strings are bytes; ours are UTF-16. Decoded bytes are read as UTF-8 and invalid sequences
-//   become U+FFFD, where Go keeps the raw bytes. Such names can never match a served resource.
-// - Characters >= U+0080 in rawPath/rawQuery are taken to stand for their own UTF-8 encoding.
-// - rawPath is used as given when it does not start with '/' (Go's server would reject such a target
-//   as "invalid URI for request"; NewRequestInfo itself, which the Go tests call with "", does not).
+// Deliberate difference from Go: rawPath is used as given when it does not start with '/' (Go's
+// server would reject such a target as "invalid URI for request"; NewRequestInfo itself, which the
+// Go tests call with "", does not).
+
+import { parseInt64OK } from '../gocompat/strconv';
+import { compareByteOrder, equalFoldLower, toLowerIs } from '../gocompat/strings';
+import { QueryValues } from '../gocompat/query';
+import { SCAN_CTL, SCAN_PERCENT, scanCTLAndPercent, stringContainsCTLByte, unescape } from '../gocompat/url';
 
 export interface RequestInfo {
   isResourceRequest: boolean;
@@ -60,11 +65,7 @@ const CODE_WATCH_PATH = 'MVP_ERR_REQUESTINFO_WATCH_PATH';
 const CODE_PROXY_PATH = 'MVP_ERR_REQUESTINFO_PROXY_PATH';
 
 const SLASH = 0x2f;
-const PERCENT = 0x25;
-const PLUS = 0x2b;
-const SEMI = 0x3b;
 const EQ = 0x3d;
-const AMP = 0x26;
 
 /**
  * NewRequestInfo for one request. Never throws: every string input gives a RequestInfo or a
@@ -79,8 +80,8 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   if (typeof rawQuery !== 'string') rawQuery = '';
 
   // url.parse checks the whole request URI for control bytes before it unescapes anything.
-  const pathScan = scanPath(rawPath);
-  if (pathScan === SCAN_CTL || hasControlChar(rawQuery)) {
+  const pathScan = scanCTLAndPercent(rawPath);
+  if (pathScan === SCAN_CTL || stringContainsCTLByte(rawQuery)) {
     return new RequestInfoError(CODE_CONTROL_CHARACTER, 'net/url: invalid control character in URL');
   }
   let path = rawPath;
@@ -257,133 +258,6 @@ function isSeg(s: string, start: number, end: number, lit: string): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// net/url: control bytes and unescaping (golang/go src/net/url/url.go stringContainsCTLByte, unescape)
-
-const SCAN_PLAIN = 0;
-const SCAN_PERCENT = 1;
-const SCAN_CTL = 2;
-
-function scanPath(s: string): number {
-  let r = SCAN_PLAIN;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return SCAN_CTL;
-    if (c === PERCENT) r = SCAN_PERCENT;
-  }
-  return r;
-}
-
-function hasControlChar(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
-}
-
-function hexVal(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x57;
-  if (c >= 0x41 && c <= 0x46) return c - 0x37;
-  return -1;
-}
-
-/** For url.unescape(s[start:end], encodeQueryComponent): -1 if it fails, 1 if it changes anything, else 0. */
-function valueEscapes(s: string, start: number, end: number): number {
-  let r = 0;
-  for (let i = start; i < end; i++) {
-    const c = s.charCodeAt(i);
-    if (c === PERCENT) {
-      if (i + 2 >= end || hexVal(s.charCodeAt(i + 1)) < 0 || hexVal(s.charCodeAt(i + 2)) < 0) return -1;
-      r = 1;
-      i += 2;
-    } else if (c === PLUS) {
-      r = 1;
-    }
-  }
-  return r;
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
-
-/**
- * url.unescape(s[start:end], encodePath) or (plusToSpace) encodeQueryComponent. Returns null where Go
- * returns an EscapeError. The bytes are read back as UTF-8 (U+FFFD for invalid sequences).
- */
-function unescape(s: string, start: number, end: number, plusToSpace: boolean): string | null {
-  let special = false;
-  let ascii = true;
-  for (let i = start; i < end; i++) {
-    const c = s.charCodeAt(i);
-    if (c === PERCENT) {
-      if (i + 2 >= end) return null;
-      const h = hexVal(s.charCodeAt(i + 1));
-      const l = hexVal(s.charCodeAt(i + 2));
-      if (h < 0 || l < 0) return null;
-      if (h >= 8) ascii = false;
-      special = true;
-      i += 2;
-    } else if (c === PLUS) {
-      if (plusToSpace) special = true;
-    } else if (c >= 0x80) {
-      ascii = false;
-    }
-  }
-  if (!special) return s.substring(start, end);
-  if (ascii) {
-    // Every decoded byte is ASCII: join the plain runs and the decoded characters directly.
-    let out = '';
-    let run = start;
-    for (let i = start; i < end; i++) {
-      const c = s.charCodeAt(i);
-      if (c === PERCENT) {
-        out += s.substring(run, i) + String.fromCharCode((hexVal(s.charCodeAt(i + 1)) << 4) | hexVal(s.charCodeAt(i + 2)));
-        i += 2;
-        run = i + 1;
-      } else if (c === PLUS && plusToSpace) {
-        out += s.substring(run, i) + ' ';
-        run = i + 1;
-      }
-    }
-    return out + s.substring(run, end);
-  }
-  // General case: build the byte string Go would hold, then read it as UTF-8.
-  const bytes = new Uint8Array((end - start) * 3);
-  let n = 0;
-  for (let i = start; i < end; i++) {
-    const c = s.charCodeAt(i);
-    if (c === PERCENT) {
-      bytes[n++] = (hexVal(s.charCodeAt(i + 1)) << 4) | hexVal(s.charCodeAt(i + 2));
-      i += 2;
-    } else if (c === PLUS && plusToSpace) {
-      bytes[n++] = 0x20;
-    } else if (c < 0x80) {
-      bytes[n++] = c;
-    } else if (c < 0x800) {
-      bytes[n++] = 0xc0 | (c >> 6);
-      bytes[n++] = 0x80 | (c & 0x3f);
-    } else if (c >= 0xd800 && c <= 0xdbff && i + 1 < end && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      const cp = 0x10000 + ((c - 0xd800) << 10) + (s.charCodeAt(i + 1) - 0xdc00);
-      bytes[n++] = 0xf0 | (cp >> 18);
-      bytes[n++] = 0x80 | ((cp >> 12) & 0x3f);
-      bytes[n++] = 0x80 | ((cp >> 6) & 0x3f);
-      bytes[n++] = 0x80 | (cp & 0x3f);
-      i++;
-    } else if (c >= 0xd800 && c <= 0xdfff) {
-      // A lone surrogate has no UTF-8 form; U+FFFD, as TextEncoder would write.
-      bytes[n++] = 0xef;
-      bytes[n++] = 0xbf;
-      bytes[n++] = 0xbd;
-    } else {
-      bytes[n++] = 0xe0 | (c >> 12);
-      bytes[n++] = 0x80 | ((c >> 6) & 0x3f);
-      bytes[n++] = 0x80 | (c & 0x3f);
-    }
-  }
-  return utf8.decode(bytes.subarray(0, n));
-}
-
-// ---------------------------------------------------------------------------------------------
 // get without a name: list or watch, and a name from fieldSelector=metadata.name=X.
 //
 // Go (requestinfo.go): DecodeParameters(req.URL.Query(), metav1 ListOptions) into the internal
@@ -403,151 +277,33 @@ interface ListOrWatch {
 const LIST: ListOrWatch = { watch: false, name: undefined };
 const WATCH: ListOrWatch = { watch: true, name: undefined };
 
-// Go 1.24.12/1.25.6+ url.ParseQuery: more than this many '&'-separated parameters and the whole
-// query parses to no values at all (GODEBUG urlmaxqueryparams, default 10000).
-const MAX_QUERY_PARAMS = 10000;
-
+// The ListOptions keys DecodeParameters reads, by index into LIST_OPTIONS_KEYS.
 const K_WATCH = 0;
 const K_FIELD = 1;
 const K_LABEL = 2;
 const K_LIMIT = 3;
 const K_TIMEOUT = 4;
-const NKEYS = 5;
-// First-value ranges into rawQuery, reused between calls (newRequestInfo is synchronous).
-const vStart = new Int32Array(NKEYS);
-const vEnd = new Int32Array(NKEYS);
-const vEscaped = new Uint8Array(NKEYS); // the value holds '%' or '+' and must be unescaped first
-
-function keyIndex(k: string): number {
-  switch (k) {
-    case 'watch':
-      return K_WATCH;
-    case 'fieldSelector':
-      return K_FIELD;
-    case 'labelSelector':
-      return K_LABEL;
-    case 'limit':
-      return K_LIMIT;
-    case 'timeoutSeconds':
-      return K_TIMEOUT;
-    default:
-      return -1;
-  }
-}
-
-function rawKeyIndex(q: string, a: number, b: number): number {
-  switch (b - a) {
-    case 5:
-      if (q.startsWith('watch', a)) return K_WATCH;
-      if (q.startsWith('limit', a)) return K_LIMIT;
-      return -1;
-    case 13:
-      if (q.startsWith('fieldSelector', a)) return K_FIELD;
-      if (q.startsWith('labelSelector', a)) return K_LABEL;
-      return -1;
-    case 14:
-      return q.startsWith('timeoutSeconds', a) ? K_TIMEOUT : -1;
-    default:
-      return -1;
-  }
-}
-
-/** url.ParseQuery restricted to the first value of the five keys above, recorded in vStart/vEnd. */
-function scanQuery(q: string): boolean {
-  vStart.fill(-1);
-  const len = q.length;
-  if (len === 0) return false;
-  if (len >= MAX_QUERY_PARAMS) {
-    // A plain loop: one indexOf call per '&' cost ~5× more per character on a query of only '&'
-    // (npm run fuzz: a jump at this threshold that fitted as time ~ length^1.42).
-    let amps = 0;
-    for (let i = 0; i < len; i++) if (q.charCodeAt(i) === AMP) amps++;
-    if (amps + 1 > MAX_QUERY_PARAMS) return false;
-  }
-  let found = false;
-  let pos = 0;
-  while (pos < len) {
-    let end = q.indexOf('&', pos);
-    if (end === -1) end = len;
-    const pairStart = pos;
-    pos = end + 1;
-    if (end === pairStart) continue;
-    // One pass over the pair: ';' anywhere rejects it (Go 1.17+), '=' splits it, '%'/'+' in the key
-    // means it must be unescaped before comparing.
-    let eq = -1;
-    let keyEscaped = false;
-    let semi = false;
-    for (let i = pairStart; i < end; i++) {
-      const c = q.charCodeAt(i);
-      if (c === SEMI) {
-        semi = true;
-        break;
-      }
-      if (eq === -1) {
-        if (c === EQ) eq = i;
-        else if (c === PERCENT || c === PLUS) keyEscaped = true;
-      }
-    }
-    if (semi) continue;
-    const keyEnd = eq === -1 ? end : eq;
-    const valStart = eq === -1 ? end : eq + 1;
-    let k: number;
-    if (keyEscaped) {
-      const key = unescape(q, pairStart, keyEnd, true);
-      if (key === null) continue;
-      k = keyIndex(key);
-    } else {
-      k = rawKeyIndex(q, pairStart, keyEnd);
-    }
-    if (k === -1 || vStart[k] !== -1) continue;
-    // Go drops the pair when its value does not unescape; a later pair may then be the first value.
-    const flags = valueEscapes(q, valStart, end);
-    if (flags === -1) continue;
-    vStart[k] = valStart;
-    vEnd[k] = end;
-    vEscaped[k] = flags;
-    found = true;
-  }
-  return found;
-}
-
-// The first value of a key as a range: valStr[valA, valB). In place in the query when it needs no
-// unescaping, so the usual list/watch queries allocate nothing here.
-let valStr = '';
-let valA = 0;
-let valB = 0;
-
-function queryValue(q: string, k: number): boolean {
-  const a = vStart[k];
-  if (a === -1) return false;
-  if (vEscaped[k] === 0) {
-    valStr = q;
-    valA = a;
-    valB = vEnd[k];
-  } else {
-    valStr = unescape(q, a, vEnd[k], true) ?? '';
-    valA = 0;
-    valB = valStr.length;
-  }
-  return true;
-}
+const LIST_OPTIONS_KEYS = ['watch', 'fieldSelector', 'labelSelector', 'limit', 'timeoutSeconds'];
+// req.URL.Query(), reused between calls (newRequestInfo is synchronous).
+const query = new QueryValues(LIST_OPTIONS_KEYS);
 
 function listOrWatch(rawQuery: string): ListOrWatch {
-  if (!scanQuery(rawQuery)) return LIST;
+  const q = query;
+  if (!q.parse(rawQuery)) return LIST;
   // DecodeParameters fails on the first value of limit or timeoutSeconds that is not an int64, and on
   // a labelSelector labels.Parse rejects (fieldSelector below).
   const decodeFailed =
-    (queryValue(rawQuery, K_LIMIT) && !isInt64(valStr, valA, valB)) ||
-    (queryValue(rawQuery, K_TIMEOUT) && !isInt64(valStr, valA, valB)) ||
-    (queryValue(rawQuery, K_LABEL) && !validLabelSelector(valStr, valA, valB));
+    (q.get(K_LIMIT) && !parseInt64OK(q.str, q.start, q.end)) ||
+    (q.get(K_TIMEOUT) && !parseInt64OK(q.str, q.start, q.end)) ||
+    (q.get(K_LABEL) && !validLabelSelector(q.str, q.start, q.end));
   let fieldName: string | undefined | null;
-  if (!decodeFailed) fieldName = queryValue(rawQuery, K_FIELD) ? parseFieldSelectorName(valStr.substring(valA, valB)) : undefined;
-  const hasWatch = queryValue(rawQuery, K_WATCH);
+  if (!decodeFailed) fieldName = q.get(K_FIELD) ? parseFieldSelectorName(q.str.substring(q.start, q.end)) : undefined;
+  const hasWatch = q.get(K_WATCH);
   if (decodeFailed || fieldName === null) {
     // the error branch of requestinfo.go: strings.ToLower(values[0]) in {"false", "0"} means list
-    return !hasWatch || isZero(valStr, valA, valB) || asciiLowerFalse(valStr, valA, valB) ? LIST : WATCH;
+    return !hasWatch || isZero(q.str, q.start, q.end) || toLowerIs(q.str, q.start, q.end, 'false') ? LIST : WATCH;
   }
-  const watch = hasWatch && !isZero(valStr, valA, valB) && !equalFoldFalse(valStr, valA, valB);
+  const watch = hasWatch && !isZero(q.str, q.start, q.end) && !equalFoldLower(q.str, q.start, q.end, 'false');
   if (fieldName === undefined || !validPathSegmentName(fieldName)) return watch ? WATCH : LIST;
   return { watch, name: fieldName };
 }
@@ -556,62 +312,9 @@ function isZero(s: string, a: number, b: number): boolean {
   return b - a === 1 && s.charCodeAt(a) === 0x30;
 }
 
-/** strings.ToLower(v) == "false" (only ASCII letters lowercase to these). */
-function asciiLowerFalse(s: string, a: number, b: number): boolean {
-  if (b - a !== 5) return false;
-  for (let i = 0; i < 5; i++) {
-    let c = s.charCodeAt(a + i);
-    if (c >= 0x41 && c <= 0x5a) c += 0x20;
-    if (c !== 'false'.charCodeAt(i)) return false;
-  }
-  return true;
-}
-
-/** strings.EqualFold(v, "false"): simple case folding, where 's' also matches U+017F (ſ). */
-function equalFoldFalse(s: string, a: number, b: number): boolean {
-  if (b - a !== 5) return false;
-  for (let i = 0; i < 5; i++) {
-    let c = s.charCodeAt(a + i);
-    if (i === 3 && c === 0x17f) continue;
-    if (c >= 0x41 && c <= 0x5a) c += 0x20;
-    if (c !== 'false'.charCodeAt(i)) return false;
-  }
-  return true;
-}
-
 /** path.IsValidPathSegmentName (apimachinery pkg/api/validation/path/name.go). */
 function validPathSegmentName(name: string): boolean {
   return name !== '.' && name !== '..' && name.indexOf('/') === -1 && name.indexOf('%') === -1;
-}
-
-const INT64_MAX = '9223372036854775807';
-const INT64_MIN_ABS = '9223372036854775808';
-
-/** strconv.ParseInt(s[a:b], 10, 64) succeeds: optional sign, ASCII digits only, within int64. */
-function isInt64(s: string, a: number, b: number): boolean {
-  let i = a;
-  let neg = false;
-  if (i < b) {
-    const c0 = s.charCodeAt(i);
-    if (c0 === 0x2b) i++;
-    else if (c0 === 0x2d) {
-      neg = true;
-      i++;
-    }
-  }
-  if (i >= b) return false;
-  for (let j = i; j < b; j++) {
-    const c = s.charCodeAt(j);
-    if (c < 0x30 || c > 0x39) return false;
-  }
-  while (i < b - 1 && s.charCodeAt(i) === 0x30) i++;
-  const limit = neg ? INT64_MIN_ABS : INT64_MAX;
-  if (b - i !== limit.length) return b - i < limit.length;
-  for (let j = 0; j < limit.length; j++) {
-    const d = s.charCodeAt(i + j) - limit.charCodeAt(j);
-    if (d !== 0) return d < 0;
-  }
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -652,7 +355,7 @@ function parseFieldSelectorName(sel: string): string | undefined | null {
       const rhs = term.substring(op + (isNot || isDouble ? 2 : 1));
       const value = unescapeFieldValue(rhs);
       if (value === undefined) return null;
-      if (!isNot && op === 13 && term.startsWith('metadata.name') && (bestTerm === undefined || compareUTF8(term, bestTerm) < 0)) {
+      if (!isNot && op === 13 && term.startsWith('metadata.name') && (bestTerm === undefined || compareByteOrder(term, bestTerm) < 0)) {
         bestTerm = term;
         bestValue = value;
       }
@@ -690,22 +393,6 @@ function unescapeFieldValue(s: string): string | undefined {
     else out += s[i];
   }
   return inSlash ? undefined : out;
-}
-
-/** Go string order (UTF-8 bytes) on UTF-16 strings: surrogates sort above U+E000..U+FFFF. */
-function compareUTF8(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    let x = a.charCodeAt(i);
-    let y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) {
-      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
-      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
-    }
-    return x - y;
-  }
-  return a.length - b.length;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -912,7 +599,7 @@ function validLabelSelector(sel: string, from: number, to: number): boolean {
           a = tokStart[p - 1];
           b = tokEnd[p - 1];
         }
-        if ((op === T_GT || op === T_LT) && !isInt64(sel, a, b)) return false;
+        if ((op === T_GT || op === T_LT) && !parseInt64OK(sel, a, b)) return false;
         if (!isValidLabelValue(sel, a, b)) return false;
       } else {
         return false;

@@ -1,6 +1,6 @@
 // decide(): the Mixed Version Proxy's routing decision for one request, a pure function over an
 // immutable route table. The checks run in Kubernetes' order (peerproxy_handler.go WrapHandler,
-// spec §2), pinned by the table test in test/unit/decide.test.ts:
+// docs/kubernetes-mvp.md §2), pinned by the table test in test/unit/decide.test.ts:
 //   1. RequestInfo error        → local (the apiserver answers the malformed URL itself)
 //   2. non-resource request     → local (all discovery, /healthz, /version, ...)
 //   3. x-kubernetes-peer-proxied: true → local (one hop at most)
@@ -21,9 +21,6 @@ import {
   DECISION_PEER_PROXIED,
   DECISION_REQUESTINFO_ERROR,
 } from './decision';
-
-/** The one-hop marker (Kubernetes PeerProxiedHeader, peerproxy.go). */
-export const PeerProxiedHeader = 'x-kubernetes-peer-proxied';
 
 /**
  * @param info the request's RequestInfo, or the error parsing it returned

@@ -1,9 +1,9 @@
-// The outcomes of the routing decision (spec §2's summary table). Local outcomes are shared
+// The outcomes of the routing decision (docs/kubernetes-mvp.md §2's summary table). Local outcomes are shared
 // frozen constants so that deciding allocates nothing; the reason is kept for logs and tests.
 
 export type LocalReason =
   | 'requestInfoError' // the local apiserver parses the URL itself and answers as Kubernetes does
-  | 'nonResource' // spec §2 step 2: discovery, /healthz, /version, ...
+  | 'nonResource' // docs/kubernetes-mvp.md §2 step 2: discovery, /healthz, /version, ...
   | 'peerProxied' // step 3: x-kubernetes-peer-proxied: true, one hop only
   | 'notSynced' // step 4: no discovery yet, fail open
   | 'servedLocally' // step 6

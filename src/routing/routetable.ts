@@ -9,6 +9,7 @@
 
 import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../discovery/types';
 import { type Decision, DECISION_SERVED_LOCALLY, DECISION_UNAVAILABLE, peerDecision } from './decision';
+import { isHostPort } from '../gocompat/net';
 
 /** What the cluster knows about one GVR. Frozen; shared by every request that reads it. */
 export interface RouteEntry {
@@ -38,11 +39,11 @@ export interface RouteTableInput {
   readonly peers: ReadonlyMap<string, PeerDiscovery>;
   /**
    * Group/versions ("group/version", core "v1" as "/v1") never routed to peers: CRDs and
-   * aggregated APIServices of this cluster (spec §4.5). Peers share our etcd, so their view of
+   * aggregated APIServices of this cluster (docs/kubernetes-mvp.md §4.5). Peers share our etcd, so their view of
    * these is at best the same and at worst stale.
    */
   readonly excludedGroupVersions?: ReadonlySet<string>;
-  /** False until the first local discovery is in: decide() then serves everything locally (spec §2 step 4). */
+  /** False until the first local discovery is in: decide() then serves everything locally (docs/kubernetes-mvp.md §2 step 4). */
   readonly synced: boolean;
   /**
    * Peer listener addresses of every current member by server ID, including peers out of routing
@@ -173,8 +174,8 @@ const EMPTY_SET: ReadonlySet<string> = new Set();
 /**
  * Calls fn for every GVR a document says its server serves. Versions marked `freshness: Stale`
  * are skipped: client-go treats a stale GV as failed, so Kubernetes' local cache never holds it
- * (spec §4.3), and a stale peer GV would be routed to a server that cannot answer for it.
- * Subresources are not keys: routing ignores them (spec §2 step 5).
+ * (docs/kubernetes-mvp.md §4.3), and a stale peer GV would be routed to a server that cannot answer for it.
+ * Subresources are not keys: routing ignores them (docs/kubernetes-mvp.md §2 step 5).
  */
 export function forEachServedGVR(groups: readonly APIGroupDiscovery[], fn: (group: string, version: string, resource: string) => void): void {
   for (const group of groups) {
@@ -184,27 +185,6 @@ export function forEachServedGVR(groups: readonly APIGroupDiscovery[], fn: (grou
       for (const res of version.resources ?? []) fn(g, version.version, res.resource);
     }
   }
-}
-
-/** Kubernetes checks a peer address with net.SplitHostPort (spec §2 step 8): host:port or [v6]:port. */
-export function isHostPort(address: string): boolean {
-  if (!address) return false;
-  if (address.charCodeAt(0) === 0x5b /* [ */) {
-    const close = address.indexOf(']');
-    return close > 1 && address.charCodeAt(close + 1) === 0x3a /* : */ && isPort(address.slice(close + 2));
-  }
-  const colon = address.lastIndexOf(':');
-  if (colon <= 0 || address.indexOf(':') !== colon) return false; // bare IPv6 needs brackets
-  return isPort(address.slice(colon + 1));
-}
-
-function isPort(s: string): boolean {
-  if (s.length === 0 || s.length > 5) return false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return false;
-  }
-  return Number(s) <= 65535;
 }
 
 /** The groups of an `/api` plus an `/apis` aggregated document, as one server's discovery. */

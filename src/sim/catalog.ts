@@ -49,6 +49,22 @@ export interface ResourceInfo {
   readonly storageVersionHash?: string;
 }
 
+/**
+ * A resource path resolved against the catalog (handlers.ts resolveResource); here rather than in
+ * handlers.ts so that watch.ts, which handlers.ts imports, can take one without an import cycle.
+ */
+export interface ResourceRequest {
+  readonly info: ResourceInfo;
+  /** '' for cluster-scoped access or all-namespaces collection access. */
+  readonly namespace: string;
+  readonly name?: string;
+  readonly subresource?: string;
+  /** Path below the subresource (proxy). */
+  readonly subpath: readonly string[];
+  /** The /watch/ path form was used. */
+  readonly watchPath: boolean;
+}
+
 export interface VersionInfo {
   readonly group: string;
   readonly version: string;

@@ -1,4 +1,5 @@
-// Discovery documents of a simulated apiserver, all computed once at start (spec §5.1–5.2, §7.1):
+// Discovery documents of a simulated apiserver, all computed once at start
+// (docs/kubernetes-mvp.md §5.1–5.2, §7.1):
 // aggregated apidiscovery.k8s.io/v2 for /api and /apis (ETag = quoted uppercase hex SHA-512 of
 // the compact JSON body), and the legacy APIVersions / APIGroupList / APIGroup / APIResourceList.
 import { createHash } from 'node:crypto';

@@ -2,7 +2,7 @@
 // subresources (status, scale, log, eviction, binding, token, …). Watch and log streaming live in
 // watch.ts.
 import { randomUUID } from 'node:crypto';
-import type { ResourceInfo, SubresourceInfo } from './catalog';
+import type { ResourceInfo, ResourceRequest, SubresourceInfo } from './catalog';
 import { header, send, sendError, sendJson, type Ctx } from './context';
 import { negotiateResource, type ResourceChoice } from './negotiate';
 import { jsonPatch, mergePatch, PatchError } from './patch';
@@ -12,19 +12,7 @@ import { ApiError, errors, successStatus } from './status';
 import { cloneObject, objectKey, StoreError, type KubeObject, type ObjectMeta, type StoredObject } from './store';
 import { serveLogs, serveWatch } from './watch';
 
-export interface ResourceRequest {
-  readonly info: ResourceInfo;
-  /** '' for cluster-scoped access or all-namespaces collection access. */
-  readonly namespace: string;
-  readonly name?: string;
-  readonly subresource?: string;
-  /** Path below the subresource (proxy). */
-  readonly subpath: readonly string[];
-  /** The /watch/ path form was used. */
-  readonly watchPath: boolean;
-}
-
-/** Maps an /api or /apis resource path to a ResourceRequest (RequestInfo rules, spec §2.1). */
+/** Maps an /api or /apis resource path to a ResourceRequest (RequestInfo rules, docs/kubernetes-mvp.md §2.1). */
 export function resolveResource(ctx: Ctx, group: string, version: string, rest: string[]): ResourceRequest | undefined {
   const v = ctx.sim.catalog.byApiVersion.get(group ? `${group}/${version}` : version);
   if (!v || v.group !== group) return undefined;

@@ -1,5 +1,5 @@
 // Accept-header negotiation the way kube-apiserver does it (munnerz/goautoneg ParseAccept +
-// apiserver NegotiateMediaTypeOptions; spec §5.1). The simulator only encodes JSON, so clauses
+// apiserver NegotiateMediaTypeOptions; docs/kubernetes-mvp.md §5.1). The simulator only encodes JSON, so clauses
 // that would pick YAML or protobuf are skipped (the next acceptable clause wins) instead of being
 // answered in those encodings.
 

@@ -1,8 +1,7 @@
 // Streaming responses: watch (chunked application/json lines of {"type","object"}) and pods/log
 // (text lines, with ?follow=true a line every 200 ms until the client goes away).
-import type { ResourceInfo } from './catalog';
+import type { ResourceInfo, ResourceRequest } from './catalog';
 import { startStream, type Ctx } from './context';
-import type { ResourceRequest } from './handlers';
 import type { ResourceChoice } from './negotiate';
 import { renderObject, type IncludeObject } from './render';
 import type { Matcher } from './selectors';

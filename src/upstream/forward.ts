@@ -1,11 +1,11 @@
 // One proxied exchange: client request → upstream (undici dispatch) → client response, streamed
 // both ways with backpressure and no body copies. undici's dispatch() handler API is used instead
-// of request()/stream(): it is the cheapest path (stack.md §5: ~55 µs vs ~70 µs CPU per request)
+// of request()/stream(): it is the cheapest path (docs/dependencies.md §6: ~30 µs vs ~34 µs CPU per request)
 // and hands us raw header Buffers without building an object.
 
 import type { Dispatcher } from 'undici';
-import type { Exchange } from '../listener/exchange';
-import { responseHeadFrom, type ResponseHead } from './headers';
+import type { Exchange, ResponseHead } from '../listener/exchange';
+import { responseHeadFrom } from './headers';
 
 export interface ForwardOptions {
   headers: string[];
@@ -16,41 +16,37 @@ export interface ForwardOptions {
    * the longest silence within a body.
    */
   requestTimeoutMs: number;
-  /** The response has ended or been cut; status is what the client got (0 if nothing was sent). */
-  onDone(status: number, err: Error | null): void;
-  /**
-   * The upstream failed before any response byte reached the client. `bodyTouched` tells whether
-   * the upstream started reading the request body (then it cannot be replayed elsewhere).
-   * The callee writes the client's answer (retry elsewhere, or an error Status).
-   */
-  onFailedBeforeResponse(err: Error, bodyTouched: boolean): void;
   /**
    * Set: an answer with one of these statuses is not the client's answer yet. Its head and body are
-   * held and `then` is called once the upstream is done with them (handler.ts: a resource the local
-   * apiserver does not know, 404, is asked of the peers, whose discovery this node may not have
-   * seen yet; a peer that answers 404 or cannot answer, 502/503/504, passes it on).
+   * held and handed to AttemptOwner.attemptHeld once the upstream is done with them (proxy/proxied.ts:
+   * a resource the local apiserver does not know, 404, is asked of the peers, whose discovery this
+   * node may not have seen yet; a peer that answers 404 or cannot answer, 502/503/504, passes it on).
    */
-  hold?: { statuses: readonly number[]; then(held: HeldAnswer): void };
+  holdStatuses?: readonly number[];
   /** The request body, already read whole so it can be sent again (the hold path); else ex.body streams. */
   body?: Buffer;
   /** Keep the upstream's Audit-Id and the time its head arrived (request logs at --v=4; off: nothing is scanned). */
   recordHead?: boolean;
 }
 
-export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions): ForwardHandler {
-  const h = new ForwardHandler(ex, o);
-  const body = o.body ?? ex.body;
-  upstream.dispatch(
-    {
-      path: ex.query ? ex.path + '?' + ex.query : ex.path,
-      method: ex.method as Dispatcher.HttpMethod,
-      headers: o.headers,
-      body: body ?? null,
-      headersTimeout: o.requestTimeoutMs,
-      bodyTimeout: o.longRunning ? 0 : o.requestTimeoutMs,
-    },
-    h,
-  );
+/** Who hears how one attempt ended (proxy/proxied.ts ProxiedRequest): exactly one of these is called, once. */
+export interface AttemptOwner {
+  /** The response has ended or been cut; status is what the client got (0 if nothing was sent). */
+  attemptDone(status: number, err: Error | null): void;
+  /**
+   * The upstream failed before any response byte reached the client. `bodyTouched` tells whether
+   * the upstream started reading the request body (then it cannot be replayed elsewhere).
+   * The owner writes the client's answer (retry elsewhere, or an error Status).
+   */
+  attemptFailed(err: Error, bodyTouched: boolean): void;
+  /** The upstream answered one of ForwardOptions.holdStatuses: nothing of it reached the client. */
+  attemptHeld(held: HeldAnswer): void;
+}
+
+/** Sends one attempt of `ex` to `upstream`; its outcome goes to `owner`. */
+export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions, owner: AttemptOwner): ForwardHandler {
+  const h = new ForwardHandler(ex, o, owner);
+  h.dispatch(upstream);
   return h;
 }
 
@@ -58,18 +54,41 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private status = 0;
   private finished = false;
-  /** The upstream answered a status in o.hold and o.hold.then takes over: nothing of this answer reaches the client now. */
+  /** The upstream answered a status in o.holdStatuses and the owner takes over: nothing of this answer reaches the client now. */
   private holding = false;
   /** That answer, kept (up to HELD_BODY_MAX) in case it is the client's answer after all. */
   private held: HeldAnswer = { status: 0, head: { headers: [], contentLength: -1, contentType: '' }, body: [] };
   private heldBytes = 0;
 
-  constructor(private readonly ex: Exchange, private readonly o: ForwardOptions) {
+  constructor(
+    private readonly ex: Exchange,
+    private readonly o: ForwardOptions,
+    private readonly owner: AttemptOwner,
+  ) {
     this.sentAt = o.recordHead ? performance.now() : 0;
     ex.onClientClose = () => {
       // Client gone: release the upstream request (and for a watch, the upstream watch) at once.
       if (!this.finished && this.abortUpstream) this.abortUpstream(new ClientClosedError());
     };
+  }
+
+  /**
+   * Hands the request to `upstream`. The owner may hear the outcome before this returns (undici
+   * calls onResponseError synchronously on a closed pool), so an owner keeps the handler first.
+   */
+  dispatch(upstream: Dispatcher): void {
+    const body = this.o.body ?? this.ex.body;
+    upstream.dispatch(
+      {
+        path: this.ex.query ? this.ex.path + '?' + this.ex.query : this.ex.path,
+        method: this.ex.method as Dispatcher.HttpMethod,
+        headers: this.o.headers,
+        body: body ?? null,
+        headersTimeout: this.o.requestTimeoutMs,
+        bodyTimeout: this.o.longRunning ? 0 : this.o.requestTimeoutMs,
+      },
+      this,
+    );
   }
 
   /** True once the exchange ended (successfully or not). */
@@ -83,11 +102,6 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   /** With o.recordHead: performance.now() when the request was handed to the upstream. */
   readonly sentAt: number;
 
-  /** Which upstream it goes to (set by the handler when it tracks the exchange; mvproxy_inflight_requests). */
-  route: 'local' | 'peer' = 'local';
-  /** For the peer route: the peer listener's address (handler.ts abandonPeer). */
-  peerAddress = '';
-
   /**
    * Gives up on an upstream that has not answered yet (its head not in): the exchange fails with
    * `err` through onFailedBeforeResponse, as a transport error would. False when it had answered.
@@ -97,9 +111,6 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.abortUpstream(err);
     return true;
   }
-
-  /** Deadline (performance.now() ms) of a non-long-running request; Infinity for streams. */
-  deadline = Infinity;
 
   /** The request ran past --request-timeout as a whole: 504 if nothing was answered yet, else cut. */
   expire(): void {
@@ -127,7 +138,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     const raw = controller.rawHeaders;
     const head = Array.isArray(raw) ? responseHeadFrom(raw) : undefined;
     if (this.o.recordHead) this.noteHead(head);
-    if (this.o.hold?.statuses.includes(statusCode)) {
+    if (this.o.holdStatuses?.includes(statusCode)) {
       this.holding = true;
       this.held.status = statusCode;
       if (head) this.held.head = head;
@@ -172,7 +183,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.finished = true;
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
-    if (!this.ex.clientClosed) this.o.hold!.then(this.held);
+    if (!this.ex.clientClosed) this.owner.attemptHeld(this.held);
   }
 
   private onComplete(): void {
@@ -181,7 +192,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
     if (!this.ex.clientClosed) this.ex.res.end();
-    this.o.onDone(this.status, null);
+    this.owner.attemptDone(this.status, null);
   }
 
   private onError(err: Error): void {
@@ -190,24 +201,24 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.ex.onClientClose = null;
     this.ex.res.onDrain = null;
     if (this.ex.clientClosed || err instanceof ClientClosedError) {
-      this.o.onDone(this.status, err);
+      this.owner.attemptDone(this.status, err);
       return;
     }
     if (err instanceof ShutdownError && this.ex.res.headersSent) {
       // A watch ended by shutdown: a clean end tells client-go to re-list and re-watch (elsewhere).
       this.ex.res.end();
-      this.o.onDone(this.status, null);
+      this.owner.attemptDone(this.status, null);
       return;
     }
     if (!this.ex.res.headersSent) {
       // Once undici read from the body, a failover would lose what it consumed.
       const body = this.ex.body;
-      this.o.onFailedBeforeResponse(err, this.o.body === undefined && body !== null && (body.readableDidRead || body.destroyed));
+      this.owner.attemptFailed(err, this.o.body === undefined && body !== null && (body.readableDidRead || body.destroyed));
       return;
     }
     // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
     this.ex.res.destroy();
-    this.o.onDone(this.status, err);
+    this.owner.attemptDone(this.status, err);
   }
 }
 

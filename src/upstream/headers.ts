@@ -1,14 +1,16 @@
-// Request and response header rules of the proxy hop (spec §2.2, §2.3).
+// Request and response header rules of the proxy hop (docs/kubernetes-mvp.md §2.2, §2.3).
 //
 // Request: hop-by-hop headers are dropped (Go's httputil.ReverseProxy list plus any named in
 // `Connection`), `Host` is set by the upstream client from the target origin, X-Forwarded-For is
 // appended, front-proxy identity headers (X-Remote-*) from a client are never trusted, and
 // x-kubernetes-peer-proxied is *set* (not added, unlike in-tree) on the peer hop so that a client's
-// `false` cannot survive next to our `true` and cause a second hop (spec §2.2, §9).
+// `false` cannot survive next to our `true` and cause a second hop (docs/kubernetes-mvp.md §2.2, §9).
 // Authorization and Impersonate-* pass through unchanged: the apiserver authenticates and
 // authorizes them.
 
-import { PeerProxiedHeader } from '../routing/decide';
+import { PeerProxiedHeader } from '../api/headers';
+import type { Identity } from '../api/identity';
+import type { ResponseHead } from '../listener/exchange';
 
 /** Lowercased hop-by-hop header names (Go net/http/httputil hopHeaders, RFC 7230 §6.1). */
 const HOP_BY_HOP = new Set([
@@ -22,17 +24,6 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
-
-/** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
-export interface Identity {
-  readonly user: string;
-  readonly groups: readonly string[];
-  /** Extra attributes (X-Remote-Extra-<key>), e.g. the certificate's credential ID. */
-  readonly extra?: Readonly<Record<string, readonly string[]>>;
-}
-
-/** The extra key kube-apiserver's x509 authenticator records a certificate's SHA-256 under (1.33+). */
-export const CREDENTIAL_ID_KEY = 'authentication.kubernetes.io/credential-id';
 
 /**
  * Front-proxy identity header names (kube-apiserver --requestheader-*-headers). Every configured
@@ -65,7 +56,7 @@ const DEFAULT_IDENTITY_RULES = new IdentityHeaderRules();
 
 /**
  * The identity of mvproxy's own requests to peers (discovery fetches, health probes), as in-tree
- * peer discovery sends them (spec §4.4): user system:apiserver, group system:authenticated, so the
+ * peer discovery sends them (docs/kubernetes-mvp.md §4.4): user system:apiserver, group system:authenticated, so the
  * peer's apiserver authorizes them by its system:discovery binding. Without an identity the peer's
  * apiserver answered 401 (the front-proxy certificate with no user header, see carriesIdentity).
  */
@@ -87,24 +78,6 @@ export function ownPeerIdentityHeaders(rules: IdentityHeaderRules = DEFAULT_IDEN
 export function carriesIdentity(headers: readonly string[], rules: IdentityHeaderRules = DEFAULT_IDENTITY_RULES): boolean {
   for (let i = 0; i < headers.length; i += 2) if (rules.isIdentityHeader(headers[i]!)) return true;
   return false;
-}
-
-/**
- * The user of a verified client certificate, as kube-apiserver's x509 authenticator reads it
- * (k8s.io/apiserver x509 CommonNameUserConversion): user = CN, groups = every O. No CN: no user
- * (the request may still carry a token). `subject` as node:tls reports it (a repeated field is an array).
- */
-export function subjectIdentity(subject: { CN?: string | string[]; O?: string | string[] } | undefined, fingerprint256?: string): Identity | null {
-  const cn = subject?.CN;
-  const user = Array.isArray(cn) ? cn[0] : cn;
-  if (!user) return null;
-  const o = subject!.O;
-  const groups = Array.isArray(o) ? o : o ? [o] : [];
-  // kube-apiserver (1.33+) records which certificate authenticated: extra credential-id =
-  // "X509SHA256=<hex of the SHA-256 of its DER>" (x509.go). Without it a certificate user looked
-  // different through mvproxy than directly (SelfSubjectReview, audit; test/kube/identity.test.ts).
-  if (!fingerprint256) return { user, groups };
-  return { user, groups, extra: { [CREDENTIAL_ID_KEY]: [`X509SHA256=${fingerprint256.replace(/:/g, '').toLowerCase()}`] } };
 }
 
 /**
@@ -198,14 +171,6 @@ function connectionHeaderNames(tokens: string): Set<string> {
  * hop-by-hop headers dropped, and Content-Length reported separately because each front end
  * writes it itself from the body it sends (writing it twice would corrupt the response).
  */
-export interface ResponseHead {
-  /** flat [name, value, ...]; names as the upstream sent them */
-  headers: string[];
-  /** -1 when the upstream sent no Content-Length (chunked or close-delimited) */
-  contentLength: number;
-  contentType: string;
-}
-
 export function responseHeadFrom(raw: readonly (Buffer | string)[]): ResponseHead {
   const headers: string[] = [];
   let contentLength = -1;

@@ -1,7 +1,7 @@
 // Keep-alive connection pools (undici) to the local kube-apiserver and to each peer's peer
 // listener. Peer connections use mutual TLS: our --proxy-client-cert-file/--proxy-client-key-file
 // as the client certificate, the peer's serving certificate checked against --peer-ca-file with
-// server name kubernetes.default.svc whatever address is dialled (spec §2.3, BuildPeerProxy).
+// server name kubernetes.default.svc whatever address is dialled (docs/kubernetes-mvp.md §2.3, BuildPeerProxy).
 
 import type { TLSPolicy } from '../config/tls-policy';
 import { buildConnector, Pool } from 'undici';

@@ -21,10 +21,11 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { forwardRequestHeaders, responseHeadFrom, type Identity, type IdentityHeaderRules } from './headers';
+import { forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
+import type { Identity } from '../api/identity';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../observability/log';
-import { answerStatus, closeAfterAnswer } from '../respond/error';
+import { answerStatus, closeAfterAnswer } from '../listener/answer';
 import { FramingCheck } from '../listener/framing';
 
 /** Open tunnels of one daemon, so its shutdown can cut them (an exec session never ends by itself). */

@@ -9,36 +9,15 @@
 // response and its connection closed. Messages are forwarded whole, binary or text as sent, and
 // never parsed (the channel byte of the exec protocols passes through).
 //
-// Backpressure both ways:
-// - upstream → client: when uWS buffers more than HIGH_WATER for the client, the upstream socket is
-//   paused until uWS's drain brings it under LOW_WATER;
-// - client → upstream: when the ws client buffers more than HIGH_WATER for the upstream, the client
-//   connection stops being read (uWS WebSocket pause(), where the build has it) until the upstream
-//   socket drains; without pause() the client is closed with 1009 past MAX_BUFFERED rather than
-//   growing memory without bound.
-// Close codes are mirrored both ways (1005/1006, which may not be sent, become 1000/1011).
+// The bridge itself, with its backpressure and close codes, is the front end's
+// (listener/uws-websocket.ts): the daemon hands it webSocketDialer(target), so the listener never
+// imports this stage.
 
 import { WebSocket as WsClient } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { forwardRequestHeaders, responseHeadFrom, type Identity, type IdentityHeaderRules } from './headers';
+import { forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
 import type { TLSFiles } from './pools';
-
-/** Per-connection buffering that pauses the other side (bytes). */
-export const HIGH_WATER = 1024 * 1024;
-const LOW_WATER = 256 * 1024;
-/** Client → upstream bytes buffered before a client that cannot be paused is closed (1009). */
-const MAX_BUFFERED = 16 * 1024 * 1024;
-
-/** What the front end read from the client's upgrade request (synchronously, before any await). */
-export interface WebSocketUpgradeRequest {
-  method: string;
-  /** path?query, still percent-encoded */
-  url: string;
-  /** flat [name, value, ...], names lowercased, wire order */
-  headers: string[];
-  remoteAddress: string;
-  identity?: Identity;
-}
+import type { BridgeCallbacks, WebSocketDialer, WebSocketUpgradeRequest } from '../listener/uws-websocket';
 
 export interface WebSocketTarget {
   target: URL;
@@ -48,18 +27,13 @@ export interface WebSocketTarget {
   headTimeoutMs: number;
 }
 
-/** The two ends the front end drives once the upstream answered. */
-export interface BridgeCallbacks {
-  /** The upstream switched: accept the client's upgrade with this sub-protocol, then bridge. */
-  accept(protocol: string, upstream: WsClient): void;
-  /** The upstream answered without switching: relay this response, then close the client connection. */
-  refuse(status: number, headers: string[], body: Buffer): void;
-  /** No answer from the upstream (unreachable, TLS, timeout): mvproxy's own Status. */
-  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED' | 'MVP_ERR_UPGRADE_REFUSED'): void;
-}
-
 /** The headers the ws client must not be given: it writes its own handshake. */
 const HANDSHAKE = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol', 'connection', 'upgrade', 'host']);
+
+/** The uWS front end's way to the local apiserver's WebSockets (UwsListenerOptions.webSocket). */
+export function webSocketDialer(t: WebSocketTarget): WebSocketDialer {
+  return (req, cb) => openUpstreamWebSocket(req, t, cb);
+}
 
 /** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
 export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocketTarget, cb: BridgeCallbacks): () => void {
@@ -156,13 +130,3 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
     upstream.terminate();
   };
 }
-
-/** A close code that may be sent in a Close frame (RFC 6455 §7.4): 1005/1006/1015 and out-of-range ones may not. */
-export function sendableCloseCode(code: number, fallback: number): number {
-  if (code === 1005) return 1000;
-  if (code === 1006 || code === 1015) return fallback;
-  if ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999)) return code;
-  return fallback;
-}
-
-export { LOW_WATER, MAX_BUFFERED };

@@ -1,8 +1,8 @@
-// Shared pieces of the fault tests (not a test file itself): one in-process mvproxy under
-// observation, a fake local apiserver, and a scriptable fake *peer* (node:https with a serving
-// certificate from the cluster CA, as a real peer listener has) that a test can kill, stall or
-// slow down. Also a leak probe: active handles by type, open file descriptors and RSS, compared
-// before and after a fault once everything idle has been closed.
+// Shared pieces of the fault tests in test/faults and test/slow (not a test file itself): one
+// in-process mvproxy under observation, a fake local apiserver, and a scriptable fake *peer*
+// (node:https with a serving certificate from the cluster CA, as a real peer listener has) that a
+// test can kill, stall or slow down. Also a leak probe: active handles by type, open file
+// descriptors and RSS, compared before and after a fault once everything idle has been closed.
 import https from 'node:https';
 import { createServer as createHttpServer } from 'node:http';
 import type http from 'node:http';
@@ -20,6 +20,7 @@ import type { Frontend } from '../../src/config/types';
 import { startTestDaemon } from '../support/daemon';
 import { FRONTENDS } from '../support/frontends';
 import { readFixture } from '../support/fixtures';
+import { eventually, PollTimeout } from '../support/poll';
 
 /** Aggregated discovery media type, as kubectl asks for it. */
 export const AGG = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
@@ -215,8 +216,8 @@ export async function startObserved(o: ObservedOptions): Promise<Observed> {
     peerDiscoveryGraceMs: 600_000,
     peerProbeIntervalMs: o.peerProbeIntervalMs ?? PEER_PROBE_INTERVAL_MS,
   });
-  await daemon.sync.refresh();
-  await daemon.sync.mergesDone();
+  await daemon.publisher.refresh();
+  await daemon.publisher.mergesDone();
   return {
     daemon,
     base: `http://127.0.0.1:${daemon.clientPort}`,
@@ -313,14 +314,22 @@ export function growth(before: ResourceSnapshot, after: ResourceSnapshot): Recor
  * Returns the last growth seen ({} when settled) and the last snapshot.
  */
 export async function settle(before: ResourceSnapshot, o: { closeIdle: () => void | Promise<void>; timeoutMs?: number }): Promise<{ grown: Record<string, number>; after: ResourceSnapshot }> {
-  const end = Date.now() + (o.timeoutMs ?? 5000);
   let after = snapshot();
   let grown = growth(before, after);
-  while (Object.keys(grown).length > 0 && Date.now() < end) {
-    await o.closeIdle();
-    await sleep(100);
-    after = snapshot();
-    grown = growth(before, after);
+  try {
+    await eventually(
+      async () => {
+        after = snapshot();
+        grown = growth(before, after);
+        if (Object.keys(grown).length === 0) return true;
+        await o.closeIdle();
+        return false;
+      },
+      { what: 'nothing grown since the baseline', timeoutMs: o.timeoutMs ?? 5000, intervalMs: 100 },
+    );
+  } catch (e) {
+    if (!(e instanceof PollTimeout)) throw e;
+    // The caller asserts on what is still grown, and says what it measured.
   }
   return { grown, after };
 }

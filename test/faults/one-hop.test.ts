@@ -86,7 +86,7 @@ describe('one hop, always (property test over random, disagreeing route tables)'
       peers.set(m.daemon.config.serverID, { address: addressFor(claim, m.peerAddress, others[1 - k].peerAddress), groups: groupsOf(claim.gvrs.map((g) => GVRS[g])) });
     });
     if (t.stranger) peers.set('mvproxy-stranger', { address: addressFor(t.stranger, others[0].peerAddress, others[1].peerAddress), groups: groupsOf(t.stranger.gvrs.map((g) => GVRS[g])) });
-    self.daemon.routes.publish(RouteTable.build({ synced: t.synced, local: { groups: groupsOf(t.local.map((g) => GVRS[g])) }, peers }));
+    self.daemon.snapshots.publish({ table: RouteTable.build({ synced: t.synced, local: { groups: groupsOf(t.local.map((g) => GVRS[g])) }, peers }) });
   }
 
   test('no request crosses more than one peer hop, none loops, every one ends', async (t) => {
@@ -141,7 +141,7 @@ describe('one hop, always (property test over random, disagreeing route tables)'
   });
 
   test('the real tables come back on refresh', async () => {
-    await Promise.all(plane.members.map((m) => m.daemon.sync.refresh()));
+    await Promise.all(plane.members.map((m) => m.daemon.publisher.refresh()));
     const r = await request(plane.members[0].url + GVRS[1].path, { dispatcher: agent });
     await r.body.dump();
     assert.equal(r.statusCode, 200, 'the v1.33 member reaches the v1.37-only resource through a peer again');

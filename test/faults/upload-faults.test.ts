@@ -18,6 +18,7 @@ import { Agent, request } from 'undici';
 import { createClusterPKI } from '../../src/pki/bundle';
 import { startChildDaemon, type ChildDaemon } from '../support/child-daemon';
 import { startFakeServer, startFakePeer, APIS_V133, PEER_ONLY, LOCAL, get, localTraffic, type FakeServer } from './harness';
+import { eventually } from '../support/poll';
 
 const MiB = 1024 * 1024;
 const UPLOAD = 32 * MiB;
@@ -87,13 +88,19 @@ for (const frontend of FRONTENDS) {
       if (child && child.proc.exitCode === null && child.proc.signalCode === null) return child;
       child = await startChildDaemon(args);
       const agent = new Agent();
-      const end = Date.now() + 10_000;
-      while (Date.now() < end) {
-        const r = await get(`http://127.0.0.1:${child.clientPort}`, PEER_ONLY, agent);
-        if ('status' in r && r.status === 200) break;
-        await sleep(100);
+      const base = `http://127.0.0.1:${child.clientPort}`;
+      try {
+        await eventually(
+          async () => {
+            const r = await get(base, PEER_ONLY, agent);
+            assert.equal('status' in r && r.status, 200, JSON.stringify(r).slice(0, 300));
+            return true;
+          },
+          { what: 'the new daemon routes the peer-only GVR', timeoutMs: 10_000, intervalMs: 100 },
+        );
+      } finally {
+        await agent.close();
       }
-      await agent.close();
       return child;
     }
     const alive = (c: ChildDaemon) => c.proc.exitCode === null && c.proc.signalCode === null;
@@ -202,21 +209,30 @@ for (const frontend of FRONTENDS) {
         }
         // Serving again: the local route at once, the peer route once the health probe has seen it back.
         const agent2 = new Agent();
-        const end = Date.now() + 5000;
-        let back = await get(base, path, agent2);
-        while (!('status' in back && back.status === 200) && Date.now() < end) {
-          await sleep(100);
-          back = await get(base, path, agent2);
+        try {
+          await eventually(
+            async () => {
+              const back = await get(base, path, agent2);
+              assert.ok('status' in back && back.status === 200, JSON.stringify(back));
+              return true;
+            },
+            { what: `the ${which} route serves again`, timeoutMs: 5000, intervalMs: 100 },
+          );
+        } finally {
+          await agent2.close();
         }
-        await agent2.close();
-        assert.ok('status' in back && back.status === 200, JSON.stringify(back));
         // Nothing left open in the daemon (idle keep-alives closed from the servers' side first).
-        let after = await quietFds(c.proc.pid!, [local, peer]);
-        const until = Date.now() + 5000;
-        while (after > fdsBefore && Date.now() < until) after = await quietFds(c.proc.pid!, [local, peer]);
+        let after = fdsBefore;
+        await eventually(
+          async () => {
+            after = await quietFds(c.proc.pid!, [local, peer]); // itself ~0.5 s: no pause between tries
+            assert.ok(after <= fdsBefore, `daemon fds ${fdsBefore} → ${after}`);
+            return true;
+          },
+          { what: 'the daemon\'s fds back to the baseline', timeoutMs: 5000, intervalMs: 0 },
+        );
         const rssAfter = c.memory().rss;
         t.diagnostic(`daemon fds ${fdsBefore} → ${after}; RSS ${(rssBefore / MiB).toFixed(1)} → ${(rssAfter / MiB).toFixed(1)} MiB`);
-        assert.ok(after <= fdsBefore, `daemon fds ${fdsBefore} → ${after}`);
         assert.ok(rssAfter - rssBefore < 64 * MiB, 'RSS back near its baseline');
       });
     }

@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parseDocument } from 'yaml';
 import { ROOT } from '../support/child-daemon';
+import { eventually, GiveUp } from '../support/poll';
 import { IMAGE_ENV } from '../../bench/targets';
 
 function glibcNode(): string | undefined {
@@ -59,9 +60,14 @@ describe('the image\'s runtime folder (scripts/runtime-folder.sh, as the Dockerf
     let err = '';
     demo.stdout!.on('data', (d: Buffer) => (out += d));
     demo.stderr!.on('data', (d: Buffer) => (err += d));
-    const deadline = Date.now() + 30_000;
-    while (!out.includes('\n') && Date.now() < deadline && demo.exitCode === null) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(out.includes('\n'), `the demo did not start: ${err.slice(-2000)}`);
+    await eventually(
+      () => {
+        if (out.includes('\n')) return true;
+        if (demo!.exitCode !== null) throw new GiveUp(`the demo exited ${demo!.exitCode}: ${err.slice(-2000)}`);
+        throw new Error(`stderr so far: ${err.slice(-2000)}`);
+      },
+      { what: 'the demo starts (its JSON line)', timeoutMs: 30_000, intervalMs: 50 },
+    );
     const members = (JSON.parse(out.split('\n')[0]!) as { demo: { name: string; url: string; metricsUrl: string; frontend: string }[] }).demo;
     assert.deepEqual(members.map((m) => m.frontend), ['uws', 'uws'], 'the image\'s runtime loads uWS');
     const old = members.find((m) => m.name === 'apiserver-old')!;

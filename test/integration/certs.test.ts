@@ -1,4 +1,4 @@
-// Certificates and keys reloaded when their files change (issue 5; operators.md §6), without a
+// Certificates and keys reloaded when their files change (issue 5; docs/operating.md §3), without a
 // restart and without dropping what is in flight:
 //   - the proxy client certificate re-issued by the same CA is used for the next peer connection;
 //     one from a foreign CA is refused and the last good pair keeps working;
@@ -14,7 +14,6 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createClusterPKI, PROXY_CLIENT_CN, type ClusterPKI } from '../../src/pki/bundle';
 import { createCA, type PemPair } from '../../src/pki/throwaway';
 import { chainsTo, checkKeyPair, parseCertificates } from '../../src/lifecycle/certs';
@@ -22,6 +21,7 @@ import { startTestDaemon, capturingLogger } from '../support/daemon';
 import { startFakeUpstream } from '../support/fake-upstream';
 import { readFixture } from '../support/fixtures';
 import { call } from '../support/plane';
+import { eventually } from '../support/poll';
 import type { Daemon } from '../../src/daemon';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
@@ -33,13 +33,8 @@ function atomicWrite(file: string, content: string): void {
   renameSync(file + '.tmp', file);
 }
 
-async function until(what: string, f: () => boolean, timeoutMs = 5000): Promise<void> {
-  const t0 = Date.now();
-  while (!f()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(20);
-  }
-}
+/** Every wait below: a file change shows in the log within 5 s, checked every 20 ms. */
+const POLL = { timeoutMs: 5000, intervalMs: 20 };
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber;
 
@@ -120,14 +115,14 @@ describe('certificate reload', () => {
       return r.json().clientSerial as string;
     };
     try {
-      await d.sync.refresh();
+      await d.publisher.refresh();
       assert.equal(await seen(), serial(first.cert));
 
       // 1. Re-issued by the same CA: the next connection presents it, no restart.
       const second = await pki.frontProxyCA.issue({ commonName: PROXY_CLIENT_CN, usage: 'client' });
       atomicWrite(keyFile, second.key);
       atomicWrite(certFile, second.cert);
-      await until('reloaded', () => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes(serial(second.cert))));
+      await eventually(() => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes(serial(second.cert))), { ...POLL, what: 'reloaded' });
       assert.equal(await seen(), serial(second.cert));
       const loaded = JSON.parse(log.lines.find((l) => l.includes('Loaded a new cert/key pair'))!);
       assert.equal(loaded.v, 2, 'logged at V(2)');
@@ -137,17 +132,17 @@ describe('certificate reload', () => {
       const alien = await foreign.issue({ commonName: PROXY_CLIENT_CN, usage: 'client' });
       atomicWrite(keyFile, alien.key);
       atomicWrite(certFile, alien.cert);
-      await until('refused', () => log.lines.some((l) => l.includes('keeping the last good pair') && l.includes('does not chain to')));
+      await eventually(() => log.lines.some((l) => l.includes('keeping the last good pair') && l.includes('does not chain to')), { ...POLL, what: 'refused' });
       for (let i = 0; i < 3; i++) assert.equal(await seen(), serial(second.cert), 'new connections still use the last good pair');
 
       // 3. A certificate without its key (one file replaced, not yet the other): refused until both agree.
       const third = await pki.frontProxyCA.issue({ commonName: PROXY_CLIENT_CN, usage: 'client' });
       const before = log.lines.length;
       atomicWrite(certFile, third.cert); // the key on disk is still the foreign one
-      await until('mismatch refused', () => log.lines.slice(before).some((l) => l.includes('the private key does not match the certificate')));
+      await eventually(() => log.lines.slice(before).some((l) => l.includes('the private key does not match the certificate')), { ...POLL, what: 'mismatch refused' });
       assert.equal(await seen(), serial(second.cert));
       atomicWrite(keyFile, third.key);
-      await until('pair loaded', () => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes(serial(third.cert))));
+      await eventually(() => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes(serial(third.cert))), { ...POLL, what: 'pair loaded' });
       assert.equal(await seen(), serial(third.cert));
     } finally {
       await d.close();
@@ -181,12 +176,12 @@ describe('certificate reload', () => {
       const second = await issue(pki.clusterCA);
       atomicWrite(servingKey, second.key);
       atomicWrite(servingCert, second.cert);
-      await until('reloaded', () => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes('peer-serving')));
+      await eventually(() => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes('peer-serving')), { ...POLL, what: 'reloaded' });
       assert.equal(await presented(), serial(second.cert));
       const alien = await issue(foreign);
       atomicWrite(servingKey, alien.key);
       atomicWrite(servingCert, alien.cert);
-      await until('refused', () => log.lines.some((l) => l.includes('does not chain to')));
+      await eventually(() => log.lines.some((l) => l.includes('does not chain to')), { ...POLL, what: 'refused' });
       assert.equal(await presented(), serial(second.cert), 'peers (which verify with --peer-ca-file) keep getting a certificate they accept');
     } finally {
       await d.close();
@@ -222,10 +217,10 @@ describe('certificate reload', () => {
       upstream.setSecureContext({ cert: s2.cert, key: s2.key }); // the apiserver's certificate rotated to a new CA
       assert.equal((await call(base, '/api/v1/namespaces/default/configmaps')).status, 503, 'not trusted yet');
       atomicWrite(caFile, ca1.cert + ca2.cert);
-      await until('reloaded', () => log.lines.some((l) => l.includes('Loaded a new CA bundle') && l.includes('local-apiserver')));
+      await eventually(() => log.lines.some((l) => l.includes('Loaded a new CA bundle') && l.includes('local-apiserver')), { ...POLL, what: 'reloaded' });
       assert.equal((await call(base, '/api/v1/namespaces/default/configmaps')).status, 200);
       atomicWrite(caFile, 'not a certificate\n');
-      await until('refused', () => log.lines.some((l) => l.includes('keeping the last good one')));
+      await eventually(() => log.lines.some((l) => l.includes('keeping the last good one')), { ...POLL, what: 'refused' });
       assert.equal((await call(base, '/api/v1/namespaces/default/configmaps')).status, 200);
     } finally {
       await d.close();
@@ -249,18 +244,18 @@ describe('certificate reload', () => {
     const log = capturingLogger();
     const d: Daemon = await startTestDaemon({ localAPIServer: local.url, localAPIServerTokenFile: tokenFile, peerCAFile: undefined }, { log });
     try {
-      await d.sync.refresh();
+      await d.publisher.refresh();
       const own = () => seen.filter((s) => s.url.includes('customresourcedefinitions') || s.url.includes('apiservices'));
-      await until('exclusion lists fetched', () => own().length > 0);
+      await eventually(() => own().length > 0, { ...POLL, what: 'exclusion lists fetched' });
       assert.ok(own().every((s) => s.auth === 'Bearer first-token'), JSON.stringify(own()));
       await call(`http://127.0.0.1:${d.clientPort}`, '/api/v1/namespaces/default/configmaps', { headers: { authorization: 'Bearer client-token' } });
       await call(`http://127.0.0.1:${d.clientPort}`, '/api/v1/namespaces/default/secrets');
       const clients = seen.filter((s) => s.url.startsWith('/api/v1/'));
       assert.deepEqual(clients.map((s) => s.auth), ['Bearer client-token', undefined], 'a client\'s own credentials, or none: never mvproxy\'s token');
       atomicWrite(tokenFile, 'second-token\n');
-      await until('token reloaded', () => log.lines.some((l) => l.includes('Loaded a new bearer token')));
+      await eventually(() => log.lines.some((l) => l.includes('Loaded a new bearer token')), { ...POLL, what: 'token reloaded' });
       seen.length = 0;
-      await d.sync.refresh();
+      await d.publisher.refresh();
       assert.ok(own().length > 0 && own().every((s) => s.auth === 'Bearer second-token'), JSON.stringify(own()));
     } finally {
       await d.close();

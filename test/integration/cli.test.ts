@@ -10,7 +10,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, startChildDaemon } from '../support/child-daemon';
-import { SETTINGS, CONFIG_API_VERSION, CONFIG_KIND } from '../../src/config/load';
+import { CONFIG_API_VERSION, CONFIG_KIND } from '../../src/config/load';
+import { SETTINGS } from '../../src/config/settings';
 import { createCA } from '../../src/pki/throwaway';
 import { FRONTENDS } from '../support/frontends';
 

@@ -2,7 +2,7 @@
 //   - fetchDiscoveryDocument fails with the code of decode.ts for each body, reads at most
 //     MAX_DISCOVERY_BODY_BYTES of a 50 MiB one (the request is aborted at the cap), and accepts
 //     what Go's decoder accepts (a protobuf body with unknown fields, items: null);
-//   - DiscoverySync counts each failed fetch as Kubernetes does (apiserver_peer_discovery_sync_
+//   - SnapshotPublisher counts each failed fetch as Kubernetes does (apiserver_peer_discovery_sync_
 //     errors_total{type="fetch_discovery"}, once per failed path), keeps the peer's last good view
 //     (its routes) for the grace period and drops it after; a body Go accepts in an unusual form
 //     goes through the merge without an error.
@@ -11,11 +11,12 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { Pool } from 'undici';
-import { fetchDiscoveryDocument, DiscoveryFetchError, type FetchOptions } from '../../src/discovery/fetch';
+import { fetchDiscoveryDocument, type FetchOptions } from '../../src/snapshot/fetch';
+import { DiscoveryFetchError } from '../../src/discovery/errors';
 import { MAX_DISCOVERY_BODY_BYTES } from '../../src/discovery/decode';
-import { DiscoverySync } from '../../src/discovery/sync';
+import { SnapshotPublisher } from '../../src/snapshot/publisher';
 import { DiscoveryMerger } from '../../src/discovery/merger';
-import { RouteTableHolder } from '../../src/routing/holder';
+import { SnapshotHolder } from '../../src/snapshot/holder';
 import { Metrics } from '../../src/observability/metrics';
 import { createLogger } from '../../src/observability/log';
 import type { PeerPools } from '../../src/upstream/pools';
@@ -173,21 +174,21 @@ describe('fetchDiscoveryDocument and a bad body', () => {
   });
 });
 
-describe('DiscoverySync and a peer serving bad bodies', () => {
+describe('SnapshotPublisher and a peer serving bad bodies', () => {
   let local: Awaited<ReturnType<typeof fakeApiserver>>;
   let peer: Awaited<ReturnType<typeof fakeApiserver>>;
   let localPool: Pool;
   let peerPool: Pool;
-  let sync: DiscoverySync;
+  let sync: SnapshotPublisher;
   let clock = 1_000_000;
   const metrics = new Metrics();
-  const routes = new RouteTableHolder();
+  const routes = new SnapshotHolder();
   const logs: string[] = [];
   const GRACE_MS = 60_000;
 
   const fetchErrors = async () => (await metrics.peerDiscoverySyncErrors.get()).values.find((v) => v.labels.type === 'fetch_discovery')?.value ?? 0;
   /** Where a resource only the v1.37 peer serves is routed (undefined: nowhere). */
-  const workloads = () => routes.current.lookup('scheduling.k8s.io', 'v1beta1', 'workloads')?.peers;
+  const workloads = () => routes.current.table.lookup('scheduling.k8s.io', 'v1beta1', 'workloads')?.peers;
 
   before(async () => {
     local = await fakeApiserver();
@@ -195,10 +196,10 @@ describe('DiscoverySync and a peer serving bad bodies', () => {
     peer.paths['/apis'] = send(V137_APIS);
     localPool = new Pool(local.url);
     peerPool = new Pool(peer.url);
-    sync = new DiscoverySync({
+    sync = new SnapshotPublisher({
       local: localPool,
       peerPools: { get: () => peerPool, retain: () => undefined } as unknown as PeerPools,
-      routes,
+      snapshots: routes,
       localID: 'local',
       peers: () => [{ id: 'peer-1', address: peer.address }],
       merger: new DiscoveryMerger({ inline: true }),
@@ -272,13 +273,13 @@ describe('DiscoverySync and a peer serving bad bodies', () => {
     ];
     for (const [i, body] of forms.entries()) {
       peer.paths['/apis'] = send(body, i === 0 ? AGG_PB : AGG);
-      const generation = routes.discovery?.generation ?? 0;
+      const generation = routes.current.discovery?.generation ?? 0;
       await sync.refresh();
       await sync.mergesDone();
       assert.equal(sync.peerUp('peer-1'), true, `form ${i}`);
       assert.deepEqual(workloads(), ['peer-1'], `form ${i}`);
-      assert.ok((routes.discovery?.generation ?? 0) > generation, `form ${i}: a new snapshot was merged and published`);
-      assert.ok(routes.discovery!.counts.groups >= v137.items.length, `form ${i}: with the peer's groups`);
+      assert.ok((routes.current.discovery?.generation ?? 0) > generation, `form ${i}: a new snapshot was merged and published`);
+      assert.ok(routes.current.discovery!.counts.groups >= v137.items.length, `form ${i}: with the peer's groups`);
     }
     peer.paths['/apis'] = send(list({ items: null }));
     await sync.refresh();

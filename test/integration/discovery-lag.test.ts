@@ -1,4 +1,5 @@
-// A snapshot that lags a peer (spec §8; seen for real in the rolling upgrade, test/kube/upgrade.test.ts):
+// A snapshot that lags a peer (docs/kubernetes-mvp.md §8; seen for real in the rolling upgrade,
+// test/kube/upgrade.test.ts):
 // right after a peer's apiserver restarts as a newer release, this node's route table does not list
 // the peer's new resources for up to a refresh. A GET of an object that exists there must not get
 // the local 404 (controllers read it as "deleted"): a request without a body that the local
@@ -21,15 +22,15 @@ describe(`a route table that lags a peer (${DEFAULT_FRONTEND} front end)`, () =>
     assert.equal(created.status, 201, created.text);
     // The old member's table as it was before the peer started serving workloads: the peer is
     // known (with its address) but lists nothing. Discovery refreshes every 60 s in this plane.
-    const routes = plane.member(OLD).daemon.routes;
+    const snapshots = plane.member(OLD).daemon.snapshots;
     const peerID = `mvproxy-${NEW}`;
-    const address = routes.current.peerAddresses.get(peerID)!;
+    const address = snapshots.current.table.peerAddresses.get(peerID)!;
     assert.ok(address, 'the peer is known');
-    const localOnly = routes.current;
+    const localOnly = snapshots.current.table;
     const local = { groups: [...localOnly.entries()].filter(([, , , e]) => e.servedLocally).map(([g, v, r]) => ({ metadata: { name: g }, versions: [{ version: v, resources: [{ resource: r, responseKind: { group: g, version: v, kind: 'X' }, scope: 'Namespaced', singularResource: r, verbs: ['get'] }] }] })) };
-    lagging = (routed: boolean) => routes.publish(RouteTable.build({ local: local as never, peers: new Map([[peerID, { address: routed ? address : '', groups: [] }]]), memberAddresses: new Map([[peerID, address]]), synced: true }));
+    lagging = (routed: boolean) => snapshots.publish({ table: RouteTable.build({ local: local as never, peers: new Map([[peerID, { address: routed ? address : '', groups: [] }]]), memberAddresses: new Map([[peerID, address]]), synced: true }) });
     lagging(true);
-    assert.equal(routes.current.lookup('scheduling.k8s.io', 'v1beta1', 'workloads'), undefined, 'the lagging table does not list workloads');
+    assert.equal(snapshots.current.table.lookup('scheduling.k8s.io', 'v1beta1', 'workloads'), undefined, 'the lagging table does not list workloads');
   });
   after(async () => plane?.close());
 

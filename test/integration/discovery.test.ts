@@ -2,9 +2,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { twoVersionPlane, call, OLD, NEW } from '../support/plane';
+import { eventually } from '../support/poll';
 import { aggregatedFixture } from '../support/fixtures';
 import { findKubectl, kubectl, rowsOf } from '../support/kubectl';
 import { mergeResources } from '../../src/discovery/merge';
@@ -23,7 +23,7 @@ function gvrs(items: APIGroupDiscoveryList['items']): string[] {
 
 /** Waits (bounded) until every member published a discovery snapshot that includes its peers. */
 async function discoverySettled(plane: Plane): Promise<void> {
-  for (const m of plane.members) await m.daemon.sync.mergesDone();
+  for (const m of plane.members) await m.daemon.publisher.mergesDone();
 }
 
 describe('peer-aggregated discovery', () => {
@@ -201,24 +201,18 @@ describe('discovery follows the cluster', () => {
   async function mergedGroups(url: string): Promise<string[]> {
     return (await call(url, '/apis', { headers: { accept: V2 } })).json().items.map((g: { metadata: { name: string } }) => g.metadata.name);
   }
-  async function until(what: string, cond: () => Promise<boolean>, ms = 5000): Promise<void> {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-      if (await cond()) return;
-      await sleep(100);
-    }
-    assert.fail(`not within ${ms} ms: ${what}`);
-  }
+  /** Every wait below: 5 s, checked every 100 ms. */
+  const POLL = { timeoutMs: 5000, intervalMs: 100 };
 
   test('a peer that changes its API set is reflected in the merged document and the routes within a refresh', async () => {
     const old = plane.member(OLD).url;
     assert.ok((await mergedGroups(old)).includes('lifecycle.k8s.io'));
     await plane.replaceApiserver(NEW, { runtimeConfig: ['lifecycle.k8s.io/v1alpha1=false'] });
-    await until('lifecycle.k8s.io leaves the merged document', async () => !(await mergedGroups(old)).includes('lifecycle.k8s.io'));
+    await eventually(async () => !(await mergedGroups(old)).includes('lifecycle.k8s.io'), { ...POLL, what: 'lifecycle.k8s.io leaves the merged document' });
     const r = await call(old, '/apis/lifecycle.k8s.io/v1alpha1/namespaces/default/evictionrequests');
     assert.equal(r.status, 404, 'nobody serves it any more: the local apiserver answers');
     await plane.replaceApiserver(NEW, { runtimeConfig: [] });
-    await until('lifecycle.k8s.io is back', async () => (await mergedGroups(old)).includes('lifecycle.k8s.io'));
+    await eventually(async () => (await mergedGroups(old)).includes('lifecycle.k8s.io'), { ...POLL, what: 'lifecycle.k8s.io is back' });
   });
 
   test("a dead peer's groups leave routing and the merged document after the grace period", async () => {
@@ -227,12 +221,12 @@ describe('discovery follows the cluster', () => {
     try {
       const during = await call(old, '/apis/lifecycle.k8s.io/v1alpha1/namespaces/default/evictionrequests');
       assert.equal(during.status, 503, 'within the grace period: known but unreachable');
-      await until('lifecycle.k8s.io leaves', async () => !(await mergedGroups(old)).includes('lifecycle.k8s.io'));
+      await eventually(async () => !(await mergedGroups(old)).includes('lifecycle.k8s.io'), { ...POLL, what: 'lifecycle.k8s.io leaves' });
       const after = await call(old, '/apis/lifecycle.k8s.io/v1alpha1/namespaces/default/evictionrequests');
       assert.equal(after.status, 404);
     } finally {
       await plane.startProxy(NEW);
     }
-    await until('lifecycle.k8s.io returns with the peer', async () => (await mergedGroups(old)).includes('lifecycle.k8s.io'));
+    await eventually(async () => (await mergedGroups(old)).includes('lifecycle.k8s.io'), { ...POLL, what: 'lifecycle.k8s.io returns with the peer' });
   });
 });

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
 import { twoVersionPlane, call, AUTH, OLD } from '../support/plane';
 import { findKubectl } from '../support/kubectl';
 import { sendRaw } from '../support/lenient-upstream';
@@ -94,7 +95,7 @@ for (const frontend of FRONTENDS) {
         ws.send(Buffer.concat([Buffer.from([0]), chunk]));
         if (ws.bufferedAmount > 4 * 1024 * 1024) await new Promise((r) => setTimeout(r, 5));
       }
-      for (let i = 0; i < 400 && received < total; i++) await new Promise((r) => setTimeout(r, 25));
+      await eventually(() => received >= total, { what: `all ${total} bytes echoed`, timeoutMs: 10_000, intervalMs: 25 });
       ws.send(Buffer.from([255, 0])); // v5: stdin closed
       const code = await closed;
       assert.equal(received, total);

@@ -4,6 +4,7 @@
 // is forwarded with an Expect header.
 import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
 import assert from 'node:assert/strict';
 import { startLenientUpstream, sendRaw, type LenientUpstream } from '../support/lenient-upstream';
 import { startTestDaemon } from '../support/daemon';
@@ -19,7 +20,7 @@ for (const frontend of FRONTENDS) {
     before(async () => {
       up = await startLenientUpstream();
       d = await startTestDaemon({ frontend, localAPIServer: up.url });
-      await d.sync.refresh();
+      await d.publisher.refresh();
     });
     after(async () => {
       await d?.close();
@@ -40,8 +41,11 @@ for (const frontend of FRONTENDS) {
         let out = '';
         s.on('data', (b) => (out += b.toString('latin1')));
         s.write(BODY);
-        for (let i = 0; i < 100 && !/\r\n\r\n\{/.test(out); i++) await new Promise((res) => setTimeout(res, 20));
-        s.destroy();
+        try {
+          await eventually(() => /\r\n\r\n\{/.test(out), { what: 'the final response', timeoutMs: 2000, intervalMs: 20 });
+        } finally {
+          s.destroy();
+        }
         assert.match(out, /^HTTP\/1\.1 200 /, out);
         assert.match(out, new RegExp(`"bodyBytes":${BODY.length}`));
         const [q] = up.appRequests();

@@ -1,7 +1,8 @@
-// Failure behaviour of the data path (issue 3, spec §2.4 improved): timeouts, an unreachable local
+// Failure behaviour of the data path (issue 3, docs/kubernetes-mvp.md §2.4 improved): timeouts, an unreachable local
 // apiserver, failover between peers, client disconnects, protocol upgrades, front-end fallback.
 import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -211,8 +212,6 @@ describe('peers: failover and released watches', () => {
     await sleep(100);
     assert.equal(store.listenerCount(), before + 1, 'one upstream watch open');
     res.body.destroy();
-    const end = Date.now() + 3000;
-    while (store.listenerCount() !== before && Date.now() < end) await sleep(50);
-    assert.equal(store.listenerCount(), before, 'released');
+    await eventually(() => store.listenerCount() === before, { what: 'the upstream watch released', timeoutMs: 3000, intervalMs: 50 });
   });
 });

@@ -4,6 +4,7 @@
 // cannot be skipped safely; src/listener/exchange.ts ClientResponse).
 import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -83,16 +84,16 @@ for (const frontend of FRONTENDS) {
         localAPIServer: sim.url,
         ...(await nodePKIConfig(pki, 'a')),
       });
-      await d.sync.refresh();
+      await d.publisher.refresh();
       // The merged snapshot is built in a worker after the first sync: wait until mvproxy serves /apis.
-      const until = Date.now() + 10_000;
-      for (;;) {
-        const r = await request(`http://127.0.0.1:${d.clientPort}/apis`, { headers: { accept: AGG } });
-        await r.body.dump();
-        if (r.headers['x-sim-server'] === undefined) break;
-        if (Date.now() > until) throw new Error('the merged discovery snapshot was never served');
-        await new Promise((res) => setTimeout(res, 50));
-      }
+      await eventually(
+        async () => {
+          const r = await request(`http://127.0.0.1:${d.clientPort}/apis`, { headers: { accept: AGG } });
+          await r.body.dump();
+          return r.headers['x-sim-server'] === undefined;
+        },
+        { what: 'the merged discovery snapshot served', timeoutMs: 10_000, intervalMs: 50 },
+      );
     });
     after(async () => {
       await d?.close();

@@ -27,7 +27,7 @@ describe(`legacy discovery through mvproxy is the union of three members (${DEFA
         { name: 'new-b', kubernetesVersion: 'v1.37', runtimeConfig: ['lifecycle.k8s.io/v1alpha1=false'] },
       ],
     });
-    for (const m of plane.members) await m.daemon.sync.mergesDone();
+    for (const m of plane.members) await m.daemon.publisher.mergesDone();
   });
   after(async () => plane?.close());
 

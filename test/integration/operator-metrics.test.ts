@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { request } from 'undici';
 import { DEFAULT_FRONTEND } from '../support/frontends';
+import { eventually } from '../support/poll';
 import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
 import type { Plane } from '../../src/demo/topology';
 
@@ -48,14 +49,15 @@ describe(`metrics an operator alerts on (${DEFAULT_FRONTEND} front end)`, () => 
       w.ac.abort();
       await w.res.then((r) => r.body.text()).catch(() => undefined);
     }
-    let closed = '';
-    for (let i = 0; i < 50; i++) {
-      closed = await scrape();
-      if (sample(closed, 'mvproxy_inflight_requests{route="peer",long_running="true"}') === 0 && sample(closed, 'mvproxy_inflight_requests{route="local",long_running="true"}') === 0) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.equal(sample(closed, 'mvproxy_inflight_requests{route="peer",long_running="true"}'), 0);
-    assert.equal(sample(closed, 'mvproxy_inflight_requests{route="local",long_running="true"}'), 0);
+    await eventually(
+      async () => {
+        const closed = await scrape();
+        assert.equal(sample(closed, 'mvproxy_inflight_requests{route="peer",long_running="true"}'), 0);
+        assert.equal(sample(closed, 'mvproxy_inflight_requests{route="local",long_running="true"}'), 0);
+        return true;
+      },
+      { what: 'the in-flight watches counted out', timeoutMs: 1000, intervalMs: 20 },
+    );
   });
 
   test('rerouted latency by peer counts each request proxied to that peer; the peer\'s serving certificate expiry is the one it presented', async () => {

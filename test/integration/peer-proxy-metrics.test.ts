@@ -1,5 +1,5 @@
 // The peer-proxy and discovery metrics counted exactly where Kubernetes counts them (issue 16 §3;
-// spec §6), in the style of Kubernetes' TestPeerProxy (staging/src/k8s.io/apiserver/pkg/util/
+// docs/kubernetes-mvp.md §6), in the style of Kubernetes' TestPeerProxy (staging/src/k8s.io/apiserver/pkg/util/
 // peerproxy/peerproxy_handler_test.go): a table of requests, and after each one the change in the
 // exposition text of the counters it may touch, compared whole. Upstream, read in
 // k8s.io/apiserver@v0.37.2: apiserver_rerouted_request_total once per proxied request with the
@@ -43,7 +43,7 @@ describe(`peer-proxy metrics, case by case as TestPeerProxy (${DEFAULT_FRONTEND}
   const scrape = async () => samples(await (await request(plane.member(OLD).metricsUrl)).body.text());
   before(async () => {
     plane = await twoVersionPlane(DEFAULT_FRONTEND);
-    for (const m of plane.members) await m.daemon.sync.mergesDone();
+    for (const m of plane.members) await m.daemon.publisher.mergesDone();
   });
   after(async () => plane?.close());
 
@@ -77,7 +77,7 @@ describe(`peer-proxy metrics, case by case as TestPeerProxy (${DEFAULT_FRONTEND}
     },
     {
       name: 'a periodic discovery refresh, membership unchanged: nothing (upstream has no periodic refresh; its fetches follow lease events)',
-      run: () => plane.member(OLD).daemon.sync.refresh(),
+      run: () => plane.member(OLD).daemon.publisher.refresh(),
       want: () => [],
     },
     { name: 'legacy /apis (application/json): nothing', run: async () => assert.equal((await call(plane.member(OLD).url, '/apis', { headers: { ...AUTH, accept: 'application/json' } })).status, 200), want: () => [] },

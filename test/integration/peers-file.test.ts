@@ -7,27 +7,21 @@ import { mkdtempSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createClusterPKI, type ClusterPKI } from '../../src/pki/bundle';
 import { startSimApiserver, ObjectStore, type SimApiserver } from '../../src/sim';
 import { parsePeersFile, PeersFileError } from '../../src/peers/static';
-import { isConfigError } from '../../src/config/load';
+import { isConfigError } from '../../src/config/validate';
 import { startTestDaemon, capturingLogger } from '../support/daemon';
 import { call } from '../support/plane';
+import { eventually } from '../support/poll';
 import type { Daemon } from '../../src/daemon';
 import type { DaemonConfig } from '../../src/config/types';
 import { nodePKIConfig } from '../support/node-pki';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 
-async function eventually(what: string, f: () => Promise<boolean>, timeoutMs = 5000): Promise<number> {
-  const t0 = Date.now();
-  while (!(await f())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(50);
-  }
-  return Date.now() - t0;
-}
+/** Every wait below: 5 s unless it says otherwise, checked every 50 ms. */
+const POLL = { timeoutMs: 5000, intervalMs: 50 };
 
 function write(file: string, text: string): void {
   writeFileSync(file + '.tmp', text);
@@ -96,27 +90,27 @@ describe('--peers-file', () => {
     const a = await startTestDaemon({ ...(await config('a', simA)), peersFile: file, peerDiscoveryGraceMs: 1500 }, { log });
     const base = `http://127.0.0.1:${a.clientPort}`;
     try {
-      await a.sync.refresh();
+      await a.publisher.refresh();
       assert.deepEqual(a.peering!.peers(), [], 'its own entry is skipped');
       assert.equal((await call(base, NEW_ONLY)).status, 404);
 
       const everyone = `- {id: mvproxy-a, address: "127.0.0.1:1"}\n- {id: mvproxy-b, address: "127.0.0.1:${b.peerPort}"}\n`;
       write(file, everyone);
-      const ms = await eventually('routed to B', async () => (await call(base, NEW_ONLY)).status === 200);
+      const { ms } = await eventually(async () => (await call(base, NEW_ONLY)).status === 200, { ...POLL, what: 'routed to B' });
       assert.ok(ms < 3000, `${ms} ms`);
       assert.equal((await call(base, NEW_ONLY)).headers['x-sim-server'], 'b');
 
       write(file, '- {id: mvproxy-b, address: nowhere}\n');
-      await eventually('the error is logged', async () => log.lines.some((l) => l.includes('the peers file is not usable; keeping the last good peer list')));
+      await eventually(async () => log.lines.some((l) => l.includes('the peers file is not usable; keeping the last good peer list')), { ...POLL, what: 'the error is logged' });
       assert.deepEqual(a.peering!.peers().map((p) => p.id), ['mvproxy-b']);
       assert.equal((await call(base, NEW_ONLY)).status, 200);
 
       // B gone from the file: what only B served gets a 503 Status for the grace period (its view is
       // kept without an address: a restart must not look like "deleted"), then the local 404.
       write(file, 'peers: []\n');
-      await eventually('B unaddressed: 503', async () => (await call(base, NEW_ONLY)).status === 503);
+      await eventually(async () => (await call(base, NEW_ONLY)).status === 503, { ...POLL, what: 'B unaddressed: 503' });
       assert.equal((await call(base, NEW_ONLY)).json().reason, 'ServiceUnavailable');
-      await eventually('B dropped after the grace period: 404', async () => (await call(base, NEW_ONLY)).status === 404);
+      await eventually(async () => (await call(base, NEW_ONLY)).status === 404, { ...POLL, what: 'B dropped after the grace period: 404' });
     } finally {
       await a.close();
     }
@@ -128,16 +122,16 @@ describe('--peers-file', () => {
     const a = await startTestDaemon({ ...(await config('a', simA)), peersFile: file, serverID: 'mvproxy-a2' });
     const base = `http://127.0.0.1:${a.clientPort}`;
     try {
-      await a.sync.refresh();
+      await a.publisher.refresh();
       assert.equal((await call(base, NEW_ONLY)).status, 200);
       const port = simB.port;
       await simB.close(); // B's apiserver goes away: B's peer listener answers, its /readyz probe does not pass
-      await eventually('B marked down', async () => a.peering!.reachable('mvproxy-b') === false, 3000);
+      await eventually(async () => a.peering!.reachable('mvproxy-b') === false, { ...POLL, what: 'B marked down', timeoutMs: 3000 });
       const r = await call(base, NEW_ONLY);
       assert.equal(r.status, 503, r.text);
       assert.equal(r.json().reason, 'ServiceUnavailable');
       simB = await startSimApiserver({ name: 'b', kubernetesVersion: 'v1.37', store, port });
-      await eventually('B back', async () => (await call(base, NEW_ONLY)).status === 200, 5000);
+      await eventually(async () => (await call(base, NEW_ONLY)).status === 200, { ...POLL, what: 'B back', timeoutMs: 5000 });
     } finally {
       await a.close();
     }

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startPlane, type Plane } from '../../src/demo/topology';
 import { call, type Reply } from '../support/plane';
+import { eventually } from '../support/poll';
 import { IDENTITY_LEASE_LABEL, PEER_ADVERTISE_ADDRESS_ANNOTATION } from '../../src/peers/lease';
 import net from 'node:net';
 import { createClusterPKI } from '../../src/pki/bundle';
@@ -26,20 +27,8 @@ const SHARED = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const C_ONLY = '/apis/lifecycle.k8s.io/v1alpha1/namespaces/default/evictionrequests';
 const LEASE_S = 3;
 
-async function eventually<T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 8000): Promise<{ value: T; ms: number }> {
-  const t0 = Date.now();
-  let last: unknown;
-  while (Date.now() - t0 < timeoutMs) {
-    try {
-      const v = await f();
-      if (v !== undefined) return { value: v, ms: Date.now() - t0 };
-    } catch (e) {
-      last = e;
-    }
-    await sleep(50);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
-}
+/** Every wait below: 8 s (over two lease durations) unless it says otherwise, checked every 50 ms. */
+const POLL = { timeoutMs: 8000, intervalMs: 50 };
 
 const server = (r: Reply) => String(r.headers['x-sim-server']);
 
@@ -84,10 +73,10 @@ describe('peers through identity Leases: three daemons, two versions', () => {
       assert.match(spec.renewTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/, 'MicroTime');
       assert.equal(l.object.metadata.annotations?.[PEER_ADVERTISE_ADDRESS_ANNOTATION], m.peerAddress);
     }
-    const r = await eventually('A routes SHARED to B', async () => {
+    const r = await eventually(async () => {
       const x = await call(A, SHARED);
       return x.status === 200 ? x : undefined;
-    });
+    }, { ...POLL, what: 'A routes SHARED to B' });
     assert.equal(server(r.value), 'b');
     assert.equal((await call(A, C_ONLY)).status, 404, 'nobody serves C_ONLY yet: the local apiserver answers');
   });
@@ -95,18 +84,18 @@ describe('peers through identity Leases: three daemons, two versions', () => {
   test('a daemon started later is routed to within seconds', async () => {
     const t0 = Date.now();
     await plane.addMember({ name: 'c', kubernetesVersion: 'v1.37' });
-    const r = await eventually('A routes C_ONLY to C', async () => {
+    const r = await eventually(async () => {
       const x = await call(A, C_ONLY);
       return x.status === 200 ? x : undefined;
-    });
+    }, { ...POLL, what: 'A routes C_ONLY to C' });
     const ms = Date.now() - t0;
     assert.equal(server(r.value), 'c');
     assert.ok(ms < 5000, `routed after ${ms} ms`);
     // And C found the others the same way.
-    const fromC = await eventually('C routes SHARED', async () => {
+    const fromC = await eventually(async () => {
       const x = await call(plane.member('c').url, '/apis/networking.k8s.io/v1beta1/servicecidrs');
       return x.status === 200 ? x : undefined;
-    });
+    }, { ...POLL, what: 'C routes SHARED' });
     assert.equal(server(fromC.value), 'a', 'a v1.33-only resource from C is served by A');
   });
 
@@ -124,7 +113,7 @@ describe('peers through identity Leases: three daemons, two versions', () => {
       assert.equal(c.json().reason, 'ServiceUnavailable');
     }
     // The probe takes C out of routing, and /readyz and the gauge say so without failing readiness.
-    await eventually('A marks C down', async () => (plane.member('a').daemon.peering!.reachable('mvproxy-c') ? undefined : true), 3000);
+    await eventually(() => !plane.member('a').daemon.peering!.reachable('mvproxy-c'), { ...POLL, what: 'A marks C down', timeoutMs: 3000 });
     const ready = await call(`http://127.0.0.1:${plane.member('a').daemon.metricsPort}`, '/readyz?verbose');
     assert.equal(ready.status, 200, ready.text);
     assert.match(ready.text, /\[\+\]peer-mvproxy-c failed \(informational/);
@@ -140,14 +129,15 @@ describe('peers through identity Leases: three daemons, two versions', () => {
     csim.requests.length = 0;
     const t0 = Date.now();
     await plane.startProxy('c');
-    await eventually('a new holderIdentity (new UUID)', async () => (leaseOf('mvproxy-c').holderIdentity !== before ? true : undefined));
-    await eventually('A routes C_ONLY to C again', async () => {
+    await eventually(() => leaseOf('mvproxy-c').holderIdentity !== before, { ...POLL, what: 'a new holderIdentity (new UUID)' });
+    await eventually(async () => {
       const x = await call(A, C_ONLY);
       return x.status === 200 && server(x) === 'c' ? x : undefined;
-    });
+    }, { ...POLL, what: 'A routes C_ONLY to C again' });
     // The peers fetched C's discovery afresh (no If-None-Match), though their periodic refresh is 60 s away.
-    const refetch = await eventually('a fresh peer fetch of /apis reached C', async () =>
-      csim.requests.find((r) => r.url === '/apis' && r.headers['x-kubernetes-peer-proxied'] === 'true' && r.headers['if-none-match'] === undefined && r.time >= t0),
+    const refetch = await eventually(
+      () => csim.requests.find((r) => r.url === '/apis' && r.headers['x-kubernetes-peer-proxied'] === 'true' && r.headers['if-none-match'] === undefined && r.time >= t0),
+      { ...POLL, what: 'a fresh peer fetch of /apis reached C' },
     );
     assert.ok(refetch.value);
   });
@@ -159,7 +149,7 @@ describe('peers through identity Leases: three daemons, two versions', () => {
     assert.equal(s.json().reason, 'ServiceUnavailable');
     assert.ok(s.headers['retry-after']);
     await Promise.all([plane.startProxy('b'), plane.startProxy('c')]);
-    await eventually('A routes SHARED again', async () => ((await call(A, SHARED)).status === 200 ? true : undefined));
+    await eventually(async () => (await call(A, SHARED)).status === 200, { ...POLL, what: 'A routes SHARED again' });
   });
 
   test('graceful shutdown deletes the Lease and the others drop the peer at once', async () => {
@@ -167,7 +157,7 @@ describe('peers through identity Leases: three daemons, two versions', () => {
     await plane.shutdownProxy('b');
     assert.ok(Date.now() - t0 < 3000, `shutdown took ${Date.now() - t0} ms`);
     assert.equal(plane.store.get('coordination.k8s.io', 'leases', 'kube-system', 'mvproxy-b'), undefined, 'the Lease is gone');
-    await eventually('A forgets B', async () => (plane.member('a').daemon.peering!.peers().some((p) => p.id === 'mvproxy-b') ? undefined : true), 2000);
+    await eventually(() => !plane.member('a').daemon.peering!.peers().some((p) => p.id === 'mvproxy-b'), { ...POLL, what: 'A forgets B', timeoutMs: 2000 });
     const s = await call(A, SHARED);
     assert.equal(s.status, 200);
     assert.equal(server(s), 'c', 'C serves what B served');
@@ -208,7 +198,7 @@ describe('identity Lease and SIGTERM (the real CLI)', () => {
     const sim = await startSimApiserver({ name: 's', kubernetesVersion: 'v1.37', store });
     const d = await cli(sim.url);
     try {
-      await eventually('lease written', async () => store.get('coordination.k8s.io', 'leases', 'kube-system', 'mvproxy-cli') ?? undefined);
+      await eventually(() => store.get('coordination.k8s.io', 'leases', 'kube-system', 'mvproxy-cli'), { ...POLL, what: 'lease written' });
       const lease = store.get('coordination.k8s.io', 'leases', 'kube-system', 'mvproxy-cli')!;
       assert.equal(lease.object.metadata.annotations?.[PEER_ADVERTISE_ADDRESS_ANNOTATION], `127.0.0.1:${d.peerPort}`);
       const t0 = Date.now();

@@ -2,6 +2,7 @@
 // v1.37 "new"), an mvproxy beside each with mTLS between them, on both front ends.
 import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'undici';
 import { createCA } from '../../src/pki/throwaway';
@@ -183,13 +184,7 @@ for (const frontend of FRONTENDS) {
       }
       // If its health probe marked the peer down meanwhile, it is routed to again once a probe
       // answers: a down peer is re-probed every second (peers/health.ts).
-      const until = Date.now() + 10_000;
-      let back = await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH });
-      while (back.status !== 200 && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 200));
-        back = await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH });
-      }
-      assert.equal(back.status, 200);
+      await eventually(async () => (await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH })).status === 200, { what: 'the peer routed to again', timeoutMs: 10_000, intervalMs: 200 });
     });
 
     test('metrics: the rerouted counter and the peer-route histogram count what happened', async () => {

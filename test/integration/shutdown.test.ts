@@ -2,6 +2,7 @@
 // are refused with a Status, the process exits 0 within the drain bound. A real CLI process.
 import { test } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
@@ -103,13 +104,14 @@ for (const frontend of FRONTENDS) {
     const base = `http://127.0.0.1:${d.clientPort}`;
     try {
       // Until mvproxy itself is ready (its discovery fetched and published), the client port says so.
-      for (let i = 0; ; i++) {
-        const r = await request(`http://127.0.0.1:${d.metricsPort}/readyz`);
-        await r.body.dump();
-        if (r.statusCode === 200) break;
-        assert.ok(i < 100, 'mvproxy ready within 10 s');
-        await sleep(100);
-      }
+      await eventually(
+        async () => {
+          const r = await request(`http://127.0.0.1:${d.metricsPort}/readyz`);
+          await r.body.dump();
+          return r.statusCode === 200;
+        },
+        { what: 'mvproxy ready', timeoutMs: 10_000, intervalMs: 100 },
+      );
       const ok = await request(`${base}/readyz?verbose`);
       assert.equal(ok.statusCode, 200);
       assert.equal(ok.headers['x-from'], 'apiserver', 'a healthy mvproxy passes /readyz to the local apiserver');

@@ -8,18 +8,20 @@
 //     to the same Go value again and goes through a real merge (the merge worker's code, inline)
 //     beside the v1.33 fixture without an error.
 // No decode may take long: a generous per-body bound catches a hang or a super-linear path (the
-// bodies are ≤ 64 KiB; a real document decodes in ~1-3 ms). Seeded: MVPROXY_FUZZ_SEED replays a
-// run (the seed is printed, and fast-check prints the failing case's path too).
+// bodies are ≤ 64 KiB; a real document decodes in ~1-3 ms). Seeded: the seed is printed first (a
+// diagnostic line) and MVPROXY_FUZZ_SEED=N replays run N (test/support/fuzz-seed.ts); fast-check
+// prints the failing case's seed and path too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { decodeDiscoveryBody, DISCOVERY_V2_API_VERSION } from '../../src/discovery/decode';
-import { DiscoveryFetchError } from '../../src/discovery/fetch';
+import { DiscoveryFetchError } from '../../src/discovery/errors';
 import { encodeJSON } from '../../src/discovery/codec/json';
 import { encodeAPIGroupDiscoveryList } from '../../src/discovery/codec/protobuf';
 import { DiscoveryMerger } from '../../src/discovery/merger';
 import type { APIGroupDiscoveryList } from '../../src/discovery/types';
 import { CORE_API, V133_APIS, V137_APIS } from '../support/discovery-bodies';
+import { fuzzSeed, seedLine } from '../support/fuzz-seed';
 
 const RUNS = 300;
 const MAX_BODY = 64 * 1024;
@@ -172,7 +174,8 @@ function assertWellFormed(l: APIGroupDiscoveryList): void {
 }
 
 test(`fuzzing discovery bodies (${RUNS} mutated documents, ≤ 64 KiB): refused with a DiscoveryFetchError, or a well-formed list that merges`, async (t) => {
-  const seed = Number(process.env.MVPROXY_FUZZ_SEED ?? Date.now() % 2 ** 31);
+  const seed = fuzzSeed();
+  t.diagnostic(seedLine(seed));
   const merger = new DiscoveryMerger({ inline: true });
   const seen = { accepted: 0, refused: 0, json: 0, protobuf: 0, slowestMs: 0 };
   const codes = new Map<string, number>();
@@ -208,7 +211,7 @@ test(`fuzzing discovery bodies (${RUNS} mutated documents, ≤ 64 KiB): refused 
     );
   } finally {
     await merger.close();
-    t.diagnostic(`seed ${seed} (MVPROXY_FUZZ_SEED replays it): ${seen.accepted} accepted (${seen.json} JSON, ${seen.protobuf} protobuf), ${seen.refused} refused (${[...codes].map(([c, n]) => `${c} ${n}`).join(', ')}); slowest decode ${seen.slowestMs.toFixed(1)} ms`);
+    t.diagnostic(`${seedLine(seed)}: ${seen.accepted} accepted (${seen.json} JSON, ${seen.protobuf} protobuf), ${seen.refused} refused (${[...codes].map(([c, n]) => `${c} ${n}`).join(', ')}); slowest decode ${seen.slowestMs.toFixed(1)} ms`);
   }
   assert.ok(seen.accepted > 0 && seen.refused > 0, 'both outcomes exercised');
 });

@@ -4,16 +4,21 @@
 // has the documented shape. Linear time is the script's check (it times inputs up to 64 KiB and
 // fits the exponent; tests never time things): `node --import tsx scripts/fuzz.ts`, 1,000,000
 // inputs by default.
+//
+// Seeded: the seed is printed first (a diagnostic line); MVPROXY_FUZZ_SEED=N replays run N
+// (test/support/fuzz-seed.ts), e.g. `MVPROXY_FUZZ_SEED=N node --import tsx --test test/security/fuzz.test.ts`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runFuzz } from '../../scripts/fuzz';
+import { fuzzSeed, seedLine } from '../support/fuzz-seed';
 
 test('fuzzing RequestInfo and Accept negotiation (20,000 generated inputs): no exception escapes and every result has the documented shape', (t) => {
-  const seed = Number(process.env.MVPROXY_FUZZ_SEED ?? Date.now() % 2 ** 31);
+  const seed = fuzzSeed();
+  t.diagnostic(seedLine(seed));
   const r = runFuzz({ inputs: 20_000, seconds: 120, seed, log: () => undefined });
-  t.diagnostic(`seed ${seed} (MVPROXY_FUZZ_SEED replays it): ${r.inputs} inputs in ${r.seconds} s`);
-  assert.equal(r.stoppedByBudget, false, 'finished within the budget');
+  t.diagnostic(`${r.inputs} inputs in ${r.seconds} s`);
+  assert.equal(r.stoppedByBudget, false, `finished within the budget (${seedLine(seed)})`);
   assert.ok(r.inputs >= 20_000);
   assert.deepEqual(r.targets.map((x) => x.target).sort(), ['Accept', 'RequestInfo']);
-  for (const x of r.targets) assert.deepEqual(x.failures, [], `${x.target} (seed ${seed})`);
+  for (const x of r.targets) assert.deepEqual(x.failures, [], `${x.target} (${seedLine(seed)})`);
 });

@@ -16,7 +16,7 @@ import type { Daemon } from '../../src/daemon';
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const LOCAL = '/api/v1/namespaces/default/configmaps';
 
-/** Every way a client might spell a front-proxy identity header (kube-apiserver's defaults, spec §2.5). */
+/** Every way a client might spell a front-proxy identity header (kube-apiserver's defaults, docs/kubernetes-mvp.md §2.5). */
 const SPOOFED: [string, string][] = [
   ['X-Remote-User', 'system:admin'],
   ['x-remote-user', 'system:admin'],
@@ -108,7 +108,7 @@ describe('identity spoofing on protocol upgrades (exec, attach, port-forward)', 
       before(async () => {
         up = await startLenientUpstream();
         d = await startTestDaemon({ frontend, localAPIServer: up.url });
-        await d.sync.refresh();
+        await d.publisher.refresh();
       });
       after(async () => {
         await d?.close();

@@ -1,4 +1,4 @@
-// Attacks on the peer listener (node:https, mutual TLS, CN allow-list; spec §2.5). Since the peer
+// Attacks on the peer listener (node:https, mutual TLS, CN allow-list; docs/kubernetes-mvp.md §2.5). Since the peer
 // listener also *trusts* the X-Remote-* identity a verified peer sends, getting a request past it
 // would mean choosing one's own identity: every attempt here must be refused before any byte
 // reaches an apiserver. Builds on test/integration/proxy.test.ts (GET with no certificate, a

@@ -1,6 +1,6 @@
 // x-kubernetes-peer-proxied from a client never causes a second hop. In-tree, the source *adds*
 // "true" to whatever the client sent, so a client's "false" comes first and the destination's
-// Header.Get() reads "false": with disagreeing caches the destination proxies again (spec §2.2).
+// Header.Get() reads "false": with disagreeing caches the destination proxies again (docs/kubernetes-mvp.md §2.2).
 // Here the tables are made to disagree on purpose: A believes B serves the resource, B believes
 // only C does. Whatever a client writes into the header, a request A sends to B is served by B's
 // own apiserver and never travels on to C. (test/faults/one-hop.test.ts checks the same property
@@ -42,8 +42,8 @@ describe('x-kubernetes-peer-proxied from a client never causes a second hop', ()
     [a, b, c] = plane.members;
     const id = (m: Member) => m.daemon.config.serverID;
     // A: workloads at B. B: not served here, only at C (a stale or lying view).
-    a.daemon.routes.publish(RouteTable.build({ synced: true, local: { groups: groupsOf([CONFIGMAPS]) }, peers: new Map([[id(b), { address: b.peerAddress, groups: groupsOf([WORKLOADS]) }]]) }));
-    b.daemon.routes.publish(RouteTable.build({ synced: true, local: { groups: groupsOf([CONFIGMAPS]) }, peers: new Map([[id(c), { address: c.peerAddress, groups: groupsOf([WORKLOADS]) }]]) }));
+    a.daemon.snapshots.publish({ table: RouteTable.build({ synced: true, local: { groups: groupsOf([CONFIGMAPS]) }, peers: new Map([[id(b), { address: b.peerAddress, groups: groupsOf([WORKLOADS]) }]]) }) });
+    b.daemon.snapshots.publish({ table: RouteTable.build({ synced: true, local: { groups: groupsOf([CONFIGMAPS]) }, peers: new Map([[id(c), { address: c.peerAddress, groups: groupsOf([WORKLOADS]) }]]) }) });
   });
   after(async () => {
     await plane?.close();
@@ -72,7 +72,7 @@ describe('x-kubernetes-peer-proxied from a client never causes a second hop', ()
     });
   }
 
-  test('a client\'s "true" keeps the request on A (A\'s apiserver answers 404: the upstream rule, spec §2 step 3)', async () => {
+  test('a client\'s "true" keeps the request on A (A\'s apiserver answers 404: the upstream rule, docs/kubernetes-mvp.md §2 step 3)', async () => {
     const tag = `pp-${++seq}`;
     const r = await request(a.url + WORKLOADS.path, { headers: { 'x-test-id': tag, 'x-kubernetes-peer-proxied': 'true' } });
     await r.body.dump();

@@ -28,7 +28,7 @@ for (const frontend of FRONTENDS) {
     before(async () => {
       up = await startLenientUpstream();
       d = await startTestDaemon({ frontend, localAPIServer: up.url, requestTimeoutMs: 3000 });
-      await d.sync.refresh();
+      await d.publisher.refresh();
     });
     after(async () => {
       for (const l of lingering) l.socket.destroy();
@@ -56,7 +56,7 @@ for (const frontend of FRONTENDS) {
         const { r, targets } = await attack(`GET http://evil.example${CM} HTTP/1.1\r\nHost: x\r\n\r\n`);
         assert.ok(targets.every((t) => t.startsWith('/')), `forwarded a target the upstream reads differently: ${JSON.stringify(targets)}`);
         if (targets.length === 0) assert.ok([400, 505].includes(r.status) || (r.status === 0 && r.closed), `reply ${JSON.stringify(r.out.slice(0, 120))}`);
-        if (isUws) assert.equal(r.status, 505, 'this uWS build answers 505 to absolute-form (stack.md §3)');
+        if (isUws) assert.equal(r.status, 505, 'this uWS build answers 505 to absolute-form (docs/dependencies.md §3)');
         else assert.equal(r.status, 400, 'MVP_ERR_BAD_REQUEST_TARGET');
         await stillServes();
       },
@@ -67,7 +67,7 @@ for (const frontend of FRONTENDS) {
       async () => {
         const { r, targets } = await attack('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n');
         assert.deepEqual(targets, []);
-        if (isUws) assert.equal(r.status, 505, 'this uWS build answers 505 to asterisk-form (stack.md §3)');
+        if (isUws) assert.equal(r.status, 505, 'this uWS build answers 505 to asterisk-form (docs/dependencies.md §3)');
         else assert.equal(r.status, 400, `reply ${JSON.stringify(r.out.slice(0, 160))}`);
         await stillServes();
       },
@@ -210,7 +210,7 @@ for (const frontend of FRONTENDS) {
     test('HTTP/1.0', async () => {
       const { r, targets } = await attack(`GET ${CM} HTTP/1.0\r\n\r\n`);
       if (isUws) {
-        assert.equal(r.status, 505, 'this uWS build refuses HTTP/1.0 (stack.md §3)');
+        assert.equal(r.status, 505, 'this uWS build refuses HTTP/1.0 (docs/dependencies.md §3)');
         assert.deepEqual(targets, []);
       } else {
         assert.equal(r.status, 200);

@@ -1,4 +1,4 @@
-// Request smuggling (architecture.md §9.7, after httpxy's request-smuggling.test.ts): each shape is
+// Request smuggling (after unjs/httpxy test/request-smuggling.test.ts, GHSA-ggv3-7p47-pfv8): each shape is
 // sent as raw bytes over a TCP socket to both client front ends, with a *lenient* upstream behind
 // the daemon that records exactly the bytes it got. Whatever the front end makes of the bytes, the
 // security property is the same:
@@ -24,7 +24,7 @@ const SMUGGLED = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
 /**
  * What a front end does with a shape:
  * - refused: answers one of these statuses (or closes without a reply) and forwards nothing;
- * - noReply: this uWS build neither answers nor forwards (stack.md §3); its idle timeout closes it;
+ * - noReply: this uWS build neither answers nor forwards (docs/dependencies.md §3); its idle timeout closes it;
  * - forwarded: passes a request on (re-framed: the strict reader must find nothing wrong).
  */
 type Expect = { refused: number[] } | 'noReply' | 'forwarded' | { refusedOrForwarded: number[] };
@@ -159,7 +159,7 @@ for (const frontend of FRONTENDS) {
     before(async () => {
       up = await startLenientUpstream();
       d = await startTestDaemon({ frontend, localAPIServer: up.url, requestTimeoutMs: 3000 });
-      await d.sync.refresh();
+      await d.publisher.refresh();
     });
     after(async () => {
       for (const l of lingering) l.socket.destroy();
@@ -182,7 +182,7 @@ for (const frontend of FRONTENDS) {
 
         // The documented behaviour of this front end:
         if (expect === 'noReply') {
-          assert.equal(r.out, '', 'no reply from this uWS build (stack.md §3)');
+          assert.equal(r.out, '', 'no reply from this uWS build (docs/dependencies.md §3)');
           assert.equal(app.length, 0, `nothing forwarded: ${JSON.stringify(seen)}`);
           if (r.socket) lingering.push({ name: shape.name, socket: r.socket, since: Date.now() - r.ms });
         } else if (expect === 'forwarded') {
@@ -210,7 +210,7 @@ for (const frontend of FRONTENDS) {
     }
 
     if (frontend === 'uws') {
-      test('uWS build: every connection it left without a reply is closed by its idle timeout (~10 s, stack.md §3)', async (t) => {
+      test('uWS build: every connection it left without a reply is closed by its idle timeout (~12 s, docs/dependencies.md §3)', async (t) => {
         const results = await Promise.all(lingering.map(async (l) => ({ name: l.name, closed: await closedWithin(l.socket, Math.max(1000, 16_000 - (Date.now() - l.since))), after: Date.now() - l.since })));
         for (const r of results) t.diagnostic(`${r.closed ? 'closed' : 'STILL OPEN'} after ${(r.after / 1000).toFixed(1)} s: ${r.name}`);
         assert.deepEqual(results.filter((r) => !r.closed).map((r) => r.name), [], 'closed within 16 s');

@@ -12,11 +12,11 @@ import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { startLenientUpstream, sendRaw, type LenientUpstream } from '../support/lenient-upstream';
 import { startFakeUpstream } from '../support/fake-upstream';
 import { startTestDaemon } from '../support/daemon';
+import { eventually } from '../support/poll';
 import type { Daemon } from '../../src/daemon';
 
 const EXEC = '/api/v1/namespaces/default/pods/x/exec?command=id&stdout=true';
@@ -37,7 +37,7 @@ for (const frontend of FRONTENDS) {
         answer: (r) => (r.target.includes('/exec') ? { status: refuseWith, body: `{"kind":"Status","apiVersion":"v1","status":"Failure","code":${refuseWith}}` } : { status: 200, body: '{"kind":"SecretList","items":[{"metadata":{"name":"admin-token"}}]}' }),
       });
       d = await startTestDaemon({ frontend, localAPIServer: up.url });
-      await d.sync.refresh();
+      await d.publisher.refresh();
     });
     after(async () => {
       await d?.close();
@@ -146,12 +146,12 @@ describe('a real 101 still tunnels (node front end)', () => {
       sock.on('data', (b) => (got += b.toString('latin1')));
       // "early" rides in the same write as the upgrade request: held back until the 101, then delivered.
       sock.write(upgradeHead('X-Remote-User: system:admin\r\nAuthorization: Bearer t\r\n') + 'early|');
-      for (let i = 0; i < 50 && !got.includes('early|'); i++) await sleep(20);
+      await eventually(() => got.includes('early|'), { what: 'the 101 and the early bytes', timeoutMs: 1000, intervalMs: 20 });
       assert.match(got, /^HTTP\/1\.1 101 /);
       assert.match(got, /\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=\r\n/i);
       assert.match(got, /\r\n\r\nearly\|$/);
       sock.write('GET /not-a-request HTTP/1.1\r\n\r\n');
-      for (let i = 0; i < 50 && !got.includes('not-a-request'); i++) await sleep(20);
+      await eventually(() => got.includes('not-a-request'), { what: 'the tunnel\'s echo', timeoutMs: 1000, intervalMs: 20 });
       assert.match(got, /GET \/not-a-request/, 'after the 101 bytes are the tunnel’s, echoed by the upstream');
       assert.equal(heads.length, 1);
       const h = JSON.parse(heads[0]) as Record<string, string>;

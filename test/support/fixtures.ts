@@ -1,5 +1,5 @@
-// Test access to the discovery fixtures copied from ../shared/fixtures/kubernetes-discovery
-// (see fixtures/kubernetes-discovery/SOURCE.md).
+// Test access to the discovery fixtures in fixtures/kubernetes-discovery (real Kubernetes
+// documents; where each comes from: fixtures/kubernetes-discovery/SOURCE.md).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { APIGroupDiscoveryList } from '../../src/discovery/types';

@@ -1,5 +1,5 @@
 // A deliberately lenient "kube-apiserver" on a raw net.Server, for the request-smuggling tests
-// (architecture.md §6/§9.7, after httpxy's request-smuggling.test.ts): it records exactly the bytes
+// (after unjs/httpxy test/request-smuggling.test.ts, GHSA-ggv3-7p47-pfv8): it records exactly the bytes
 // it received on each connection, splits them into requests as loosely as a sloppy server would,
 // and answers each with a small 200. The tests then read the recorded bytes with a *strict*
 // RFC 9112 reader (strictFraming) and assert that nothing forwarded could be read two ways.
@@ -314,14 +314,15 @@ export function sendRaw(port: number, data: string | Buffer | (string | Buffer)[
     });
     s.on('error', () => undefined);
     s.on('close', () => finish(true));
-    s.on('connect', async () => {
+    // The writes cannot reject: the async body's promise is dropped on purpose.
+    s.on('connect', () => void (async () => {
       for (let i = 0; i < parts.length; i++) {
         if (s.destroyed) break;
         s.write(parts[i]);
         if (i < parts.length - 1) await new Promise((r) => setTimeout(r, o.gapMs ?? 30));
       }
       timer = setTimeout(() => finish(false), waitMs);
-    });
+    })());
   });
 }
 

@@ -39,7 +39,7 @@ export interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
-  json(): any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json(): any;
 }
 
 export async function call(base: string, path: string, init: { method?: string; headers?: Record<string, string | string[]>; body?: string | Buffer } = {}): Promise<Reply> {

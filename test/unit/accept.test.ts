@@ -3,8 +3,8 @@
 // the profile=nopeer version) and metrics_test.go (TestPeerAggregatedDiscoveryMetrics), the
 // DefaultEndpointRestrictions cases of handlers/negotiation/negotiate_test.go (TestNegotiate),
 // munnerz/goautoneg autoneg_test.go (TestParseAccept ordering), rewritten by hand; then the canonical
-// strings of spec §5.1, the real clients of notes/operators.md §9, q ordering, parameter quirks, the
-// cache, and a fast-check never-throws property.
+// strings of docs/kubernetes-mvp.md §5.1, the real clients of docs/operating.md §4, q ordering,
+// parameter quirks, the cache, and a fast-check never-throws property.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -91,7 +91,7 @@ test('TestNegotiate (negotiate_test.go), as the legacy handler negotiates', () =
   check('application/xml,application/xhtml+xml,text/html;q=0.9,text/plain;q=0.8;otherParam=blah,image/png,*/*;q=0.5', legacy('json'));
 });
 
-test('spec §5.1: canonical Accept strings', () => {
+test('docs/kubernetes-mvp.md §5.1: canonical Accept strings', () => {
   const AcceptV2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
   const AcceptV2NoPeer = AcceptV2 + ';profile=nopeer';
   check(AcceptV2, v2('json'));
@@ -116,7 +116,7 @@ test('spec §5.1: canonical Accept strings', () => {
   check('application/json;as=Table;v=v1;g=meta.k8s.io', null);
 });
 
-test('operators.md §9: real clients', () => {
+test('docs/operating.md §4: real clients', () => {
   // kubectl 1.27.16, 1.28.15, 1.29.14
   check('application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json', v2beta1('json'));
   // kubectl 1.30.13 … 1.33.1

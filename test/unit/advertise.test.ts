@@ -1,4 +1,5 @@
-// The advertised peer address chain (spec §4.2, kube-apiserver peer.go getPeerAddress), one step at a time.
+// The advertised peer address chain (docs/kubernetes-mvp.md §4.2, kube-apiserver peer.go
+// getPeerAddress), one step at a time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NetworkInterfaceInfo } from 'node:os';

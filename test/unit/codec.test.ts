@@ -1,4 +1,4 @@
-// Discovery codecs (spec §7): the protobuf envelope and gogo emission rules checked byte for byte
+// Discovery codecs (docs/kubernetes-mvp.md §7): the protobuf envelope and gogo emission rules checked byte for byte
 // against the Kubernetes round-trip fixtures (kubernetes/api testdata/HEAD
 // apidiscovery.k8s.io.{v2,v2beta1}.APIGroupDiscovery.{json,pb}); decode back to the JSON content;
 // the merged fixture pair through protobuf and JSON; the protobufjs reflection schema as an
@@ -71,7 +71,7 @@ for (const version of versions) {
   });
 }
 
-test('protobuf: the envelope is k8s\\0 + runtime.Unknown{typeMeta, raw, "" , ""} (spec §7.2)', () => {
+test('protobuf: the envelope is k8s\\0 + runtime.Unknown{typeMeta, raw, "" , ""} (docs/kubernetes-mvp.md §7.2)', () => {
   const { pb } = roundTripFixture('v2');
   assert.deepEqual([...pb.subarray(0, 4)], [...PROTOBUF_MAGIC]);
   assert.equal(
@@ -504,7 +504,7 @@ test('property: assembleAPIGroupDiscoveryList of encoded groups = encodeAPIGroup
   );
 });
 
-// ---- ETag (spec §5.2) --------------------------------------------------------------------------
+// ---- ETag (docs/kubernetes-mvp.md §5.2) ------------------------------------------------------
 
 test('ETag: quoted uppercase hex SHA-512 of the given bytes', () => {
   const empty = discoveryETag('');

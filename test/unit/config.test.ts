@@ -1,4 +1,4 @@
-// --config FILE (operators.md §2): the versioned YAML, the kubelet merge rule (flags given on the
+// --config FILE (docs/operating.md §1): the versioned YAML, the kubelet merge rule (flags given on the
 // command line override the file; relative paths resolve against the file's directory), and
 // errors that name the field path and the file.
 import { test } from 'node:test';
@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { parseAllDocuments, parseDocument } from 'yaml';
 import { configFromCommand, daemonFlags, normalizeArgs } from '../../src/cli/flags';
-import { ConfigFileError, InvalidConfigError, checkFilesReadable, loadConfigFile, parseConfigFile, CONFIG_API_VERSION, CONFIG_KIND } from '../../src/config/load';
+import { ConfigFileError, loadConfigFile, parseConfigFile, CONFIG_API_VERSION, CONFIG_KIND } from '../../src/config/load';
+import { InvalidConfigError, checkFilesReadable } from '../../src/config/validate';
 import type { DaemonConfig } from '../../src/config/types';
 
 const ROOT = join(__dirname, '..', '..');

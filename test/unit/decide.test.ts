@@ -1,4 +1,4 @@
-// The routing decision table (spec §2 summary table, Kubernetes TestPeerProxy in
+// The routing decision table (docs/kubernetes-mvp.md §2 summary table, Kubernetes TestPeerProxy in
 // peerproxy_handler_test.go): each row is one request against one route table.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DiscoveryMerger } from '../../src/discovery/merger';
-import { DiscoveryFetchError } from '../../src/discovery/fetch';
+import { DiscoveryFetchError } from '../../src/discovery/errors';
 import { aggregatedFixture } from '../support/fixtures';
 
 const worker = new DiscoveryMerger({ threads: 1 });

@@ -7,7 +7,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, MAX_JSON_NESTING_DEPTH, nestingDepthExceeded } from '../../src/discovery/decode';
-import { DiscoveryFetchError } from '../../src/discovery/fetch';
+import { DiscoveryFetchError } from '../../src/discovery/errors';
 import { encodeAPIGroupDiscoveryList } from '../../src/discovery/codec/protobuf';
 import { parseDiscoveryBytes } from '../../src/discovery/merge.worker';
 import type { APIGroupDiscoveryList } from '../../src/discovery/types';

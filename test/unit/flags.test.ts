@@ -1,12 +1,15 @@
-// Command-line flags the kube way (operators.md §2): feature gates (component-base semantics and
+// Command-line flags the kube way (docs/operating.md §1): feature gates (component-base semantics and
 // error texts), Go durations, comma lists, kube booleans, -v, and the checks on merged settings.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Command, CommanderError } from 'commander';
-import { attributeName, configFromCommand, configFromFlags, daemonFlags, defaultServerID, normalizeArgs } from '../../src/cli/flags';
-import { FlagError, formatDuration, goDurationMs, parseFeatureGates } from '../../src/cli/featuregate';
+import { FlagError, attributeName, configFromCommand, configFromFlags, daemonFlags, normalizeArgs } from '../../src/cli/flags';
+import { parseFeatureGates } from '../../src/config/featuregate';
+import { defaultServerID } from '../../src/config/serverid';
+import { SETTINGS } from '../../src/config/settings';
 import { DEFAULTS, type DaemonConfig } from '../../src/config/types';
-import { InvalidConfigError, SETTINGS, validateConfig } from '../../src/config/load';
+import { InvalidConfigError, validateConfig } from '../../src/config/validate';
+import { formatDuration, goDurationMs } from '../../src/gocompat/time';
 
 function program(): Command {
   return daemonFlags(new Command('mvproxy').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} })).action(() => {});

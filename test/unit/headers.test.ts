@@ -3,7 +3,8 @@
 // front-proxy certificate is presented.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { carriesIdentity, CREDENTIAL_ID_KEY, forwardRequestHeaders, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, subjectIdentity } from '../../src/upstream/headers';
+import { carriesIdentity, forwardRequestHeaders, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders } from '../../src/upstream/headers';
+import { CREDENTIAL_ID_KEY, subjectIdentity } from '../../src/api/identity';
 
 test('headerKeyEscape: Go client-go transport table (non-token bytes and % become %XX, uppercase hex)', () => {
   const table: [string, string][] = [

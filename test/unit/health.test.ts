@@ -7,6 +7,7 @@ import { PeerHealth } from '../../src/peers/health';
 import type { PeerPools } from '../../src/upstream/pools';
 import type { Metrics } from '../../src/observability/metrics';
 import type { Logger } from '../../src/observability/log';
+import { eventually } from '../support/poll';
 
 function fakePeer() {
   const state = { up: false, probes: 0 };
@@ -31,13 +32,12 @@ test('a peer that failed its probe is probed again within a second, and routed t
   const h = new PeerHealth({ peers: () => [{ id: 'p', address: '127.0.0.1:1' }], pools, intervalMs: 60_000, metrics, log, onChange: () => changes++ });
   h.start();
   try {
-    for (let i = 0; i < 50 && h.up('p') === undefined; i++) await sleep(20);
+    await eventually(() => h.up('p') !== undefined, { what: 'the first probe', timeoutMs: 1000, intervalMs: 20 });
     assert.equal(h.reachable('p'), false, 'down after a failed probe');
     assert.match(h.problem('p') ?? '', /ECONNREFUSED/);
     state.up = true;
-    const until = Date.now() + 3000; // bound: the 60 s interval would never get there
-    while (!h.reachable('p') && Date.now() < until) await sleep(50);
-    assert.equal(h.reachable('p'), true, `reachable again after ${state.probes} probes`);
+    // Bound: the 60 s interval would never get there.
+    await eventually(() => h.reachable('p'), { what: 'reachable again once the peer answers', timeoutMs: 3000, intervalMs: 50 });
     assert.ok(changes >= 2, 'the route table was republished on each change');
     const n = state.probes;
     await sleep(1500);
@@ -51,7 +51,7 @@ test('stop() cancels a pending re-probe of a down peer', async () => {
   const { state, pools } = fakePeer();
   const h = new PeerHealth({ peers: () => [{ id: 'p', address: '127.0.0.1:1' }], pools, intervalMs: 60_000, metrics, log, onChange: () => undefined });
   h.start();
-  for (let i = 0; i < 50 && h.up('p') === undefined; i++) await sleep(20);
+  await eventually(() => h.up('p') !== undefined, { what: 'the first probe', timeoutMs: 1000, intervalMs: 20 });
   h.stop();
   const n = state.probes;
   await sleep(1300);

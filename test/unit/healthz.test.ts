@@ -1,5 +1,5 @@
 // /livez, /readyz, /healthz in kube-apiserver's format (kubernetes/apiserver
-// pkg/server/healthz/healthz.go; operators.md §3), and the ops listener that serves them.
+// pkg/server/healthz/healthz.go; docs/operating.md §2), and the ops listener that serves them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';

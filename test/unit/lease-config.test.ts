@@ -6,9 +6,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { configFromCommand, daemonFlags, normalizeArgs } from '../../src/cli/flags';
-import { FlagError } from '../../src/cli/featuregate';
-import { CONFIG_API_VERSION, CONFIG_KIND, InvalidConfigError, loadConfigFile } from '../../src/config/load';
+import { FlagError, configFromCommand, daemonFlags, normalizeArgs } from '../../src/cli/flags';
+import { CONFIG_API_VERSION, CONFIG_KIND, loadConfigFile } from '../../src/config/load';
+import { InvalidConfigError } from '../../src/config/validate';
 import type { DaemonConfig } from '../../src/config/types';
 
 function parse(...args: string[]): DaemonConfig {

@@ -10,18 +10,13 @@ import { startSimApiserver, ObjectStore, type SimApiserver, type KubeObject } fr
 import { LeaseMembership, IDENTITY_LEASE_LABEL, PEER_ADVERTISE_ADDRESS_ANNOTATION, HOSTNAME_LABEL, hostLabel, type LeaseMembershipOptions } from '../../src/peers/lease';
 import { microTime } from '../../src/peers/lease-api';
 import { capturingLogger } from '../support/daemon';
+import { eventually } from '../support/poll';
 
 const NS = 'kube-system';
 const G = 'coordination.k8s.io';
 
-async function until(what: string, f: () => boolean, timeoutMs = 5000): Promise<number> {
-  const t0 = Date.now();
-  while (!f()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(10);
-  }
-  return Date.now() - t0;
-}
+/** Every wait below: 5 s unless it says otherwise, checked every 10 ms. */
+const POLL = { timeoutMs: 5000, intervalMs: 10 };
 
 function peerLease(name: string, o: { holder?: string; address?: string; renewTime?: number; duration?: number; label?: string } = {}): KubeObject {
   return {
@@ -70,7 +65,7 @@ describe('identity Lease membership', () => {
   test('writes its own Lease: name, labels, annotation, holder, duration, MicroTime renewTime; renews it', async () => {
     const m = make();
     m.start();
-    await until('lease written', () => own() !== undefined);
+    await eventually(() => own() !== undefined, { ...POLL, what: 'lease written' });
     const l = own()!.object;
     assert.equal(l.metadata.labels![IDENTITY_LEASE_LABEL], 'mvproxy');
     assert.equal(l.metadata.labels![HOSTNAME_LABEL], 'node-1');
@@ -81,7 +76,7 @@ describe('identity Lease membership', () => {
     assert.equal(spec.leaseDurationSeconds, 3);
     assert.match(String(spec.renewTime), /\.\d{6}Z$/);
     const rv = own()!.rv;
-    await until('renewed', () => own()!.rv !== rv, 2500);
+    await eventually(() => own()!.rv !== rv, { ...POLL, what: 'renewed', timeoutMs: 2500 });
     assert.notEqual((own()!.object['spec'] as Record<string, unknown>).renewTime, spec.renewTime);
     assert.equal((own()!.object['spec'] as Record<string, unknown>).acquireTime, spec.acquireTime, 'acquireTime stays while the holder does');
     assert.equal(m.ownLeaseProblem(), null);
@@ -91,11 +86,11 @@ describe('identity Lease membership', () => {
   test('a new incarnation takes the Lease over (new UUID); a previous incarnation\'s Lease is updated, not duplicated', async () => {
     const first = make();
     first.start();
-    await until('written', () => own() !== undefined);
+    await eventually(() => own() !== undefined, { ...POLL, what: 'written' });
     first.stop();
     const second = make();
     second.start();
-    await until('taken over', () => (own()!.object['spec'] as { holderIdentity: string }).holderIdentity === second.holderIdentity);
+    await eventually(() => (own()!.object['spec'] as { holderIdentity: string }).holderIdentity === second.holderIdentity, { ...POLL, what: 'taken over' });
     assert.notEqual(first.holderIdentity, second.holderIdentity);
     assert.equal((own()!.object['spec'] as { leaseTransitions?: number }).leaseTransitions, 1);
     assert.ok(second.log.lines.some((l) => l.includes('taking over the identity lease from a previous holder')));
@@ -104,31 +99,31 @@ describe('identity Lease membership', () => {
   test('conflicts: a write by someone else (409) is re-read and retried; a deleted Lease (404) is re-created', async () => {
     const m = make({ renewIntervalMs: 300 });
     m.start();
-    await until('written', () => own() !== undefined);
+    await eventually(() => own() !== undefined, { ...POLL, what: 'written' });
     // Someone edits it (e.g. kubectl annotate): our cached resourceVersion is stale now.
     const edited = structuredClone(own()!.object);
     edited.metadata.annotations = { ...edited.metadata.annotations, note: 'edited' };
     const editedRV = store.update(G, 'leases', edited).rv;
-    await until('renewed past the edit', () => own()!.rv > editedRV && (own()!.object['spec'] as { holderIdentity: string }).holderIdentity === m.holderIdentity, 2000);
+    await eventually(() => own()!.rv > editedRV && (own()!.object['spec'] as { holderIdentity: string }).holderIdentity === m.holderIdentity, { ...POLL, what: 'renewed past the edit', timeoutMs: 2000 });
     assert.equal(own()!.object.metadata.annotations!.note, 'edited', 'the edit is kept');
     store.delete(G, 'leases', NS, 'mvproxy-self');
-    await until('re-created', () => own() !== undefined, 2000);
+    await eventually(() => own() !== undefined, { ...POLL, what: 're-created', timeoutMs: 2000 });
     assert.ok(!m.log.lines.some((l) => l.includes('renewing the identity lease failed')), m.log.lines.join(''));
   });
 
   test('release deletes its own Lease, but not one a newer incarnation holds', async () => {
     const m = make();
     m.start();
-    await until('written', () => own() !== undefined);
+    await eventually(() => own() !== undefined, { ...POLL, what: 'written' });
     await m.release(2000);
     assert.equal(own(), undefined);
 
     const a = make();
     a.start();
-    await until('written', () => own() !== undefined);
+    await eventually(() => own() !== undefined, { ...POLL, what: 'written' });
     const b = make(); // same server ID, newer process
     b.start();
-    await until('taken over', () => (own()!.object['spec'] as { holderIdentity: string }).holderIdentity === b.holderIdentity);
+    await eventually(() => (own()!.object['spec'] as { holderIdentity: string }).holderIdentity === b.holderIdentity, { ...POLL, what: 'taken over' });
     await a.release(2000);
     assert.ok(own(), 'the newer holder keeps it');
   });
@@ -162,7 +157,7 @@ describe('identity Lease membership', () => {
     let changes = 0;
     m.onChange(() => changes++);
     m.start();
-    await until('listed', () => m.synced && m.peers().length === 1);
+    await eventually(() => m.synced && m.peers().length === 1, { ...POLL, what: 'listed' });
     assert.deepEqual(m.peers(), [{ id: 'mvproxy-b', address: '10.0.0.2:6445', incarnation: 'mvproxy-b_1' }]);
     assert.equal(m.live('mvproxy-b'), true);
     const after = changes;
@@ -176,13 +171,13 @@ describe('identity Lease membership', () => {
     const restarted = structuredClone(store.get(G, 'leases', NS, 'mvproxy-b')!.object);
     (restarted['spec'] as Record<string, unknown>).holderIdentity = 'mvproxy-b_2';
     store.update(G, 'leases', restarted);
-    await until('restart seen', () => m.peers()[0]?.incarnation === 'mvproxy-b_2');
+    await eventually(() => m.peers()[0]?.incarnation === 'mvproxy-b_2', { ...POLL, what: 'restart seen' });
     assert.equal(changes, after + 1);
     // A new one, then a deletion.
     store.create(G, 'leases', peerLease('mvproxy-c', { address: '[fd00::3]:6445' }));
-    await until('c added', () => m.peers().length === 2);
+    await eventually(() => m.peers().length === 2, { ...POLL, what: 'c added' });
     store.delete(G, 'leases', NS, 'mvproxy-b');
-    await until('b deleted', () => m.peers().length === 1 && m.peers()[0].id === 'mvproxy-c');
+    await eventually(() => m.peers().length === 1 && m.peers()[0].id === 'mvproxy-c', { ...POLL, what: 'b deleted' });
     // No usable address: never listed, and said once.
     store.create(G, 'leases', peerLease('mvproxy-d', { address: '' }));
     await sleep(150);
@@ -197,12 +192,12 @@ describe('identity Lease membership', () => {
     const events: string[] = [];
     m.onChange(() => events.push(m.peers().map((p) => `${p.id}:${m.live(p.id)}`).join(',')));
     m.start();
-    await until('listed', () => m.synced);
+    await eventually(() => m.synced, { ...POLL, what: 'listed' });
     assert.deepEqual(m.peers().map((p) => p.id), ['mvproxy-b'], 'long expired: gone at once');
     assert.equal(m.live('mvproxy-b'), true);
-    await until('b expired', () => !m.live('mvproxy-b'), 2000);
+    await eventually(() => !m.live('mvproxy-b'), { ...POLL, what: 'b expired', timeoutMs: 2000 });
     assert.deepEqual(m.peers().map((p) => p.id), ['mvproxy-b'], 'still listed: its GVRs answer 503 during the grace period');
-    await until('b forgotten', () => m.peers().length === 0 && events.length === 3, 2000);
+    await eventually(() => m.peers().length === 0 && events.length === 3, { ...POLL, what: 'b forgotten', timeoutMs: 2000 });
     assert.deepEqual(events, ['mvproxy-b:true', 'mvproxy-b:false', '']);
   });
 
@@ -211,7 +206,7 @@ describe('identity Lease membership', () => {
     store.create(G, 'leases', peerLease('mvproxy-b', { duration: 1, renewTime: Date.now() + skew }));
     const m = make();
     m.start();
-    await until('listed', () => m.synced);
+    await eventually(() => m.synced, { ...POLL, what: 'listed' });
     assert.deepEqual(m.peers(), [], 'first sight of an old renewTime: gone');
     const timer = setInterval(() => {
       const o = structuredClone(store.get(G, 'leases', NS, 'mvproxy-b')!.object);
@@ -219,20 +214,20 @@ describe('identity Lease membership', () => {
       store.update(G, 'leases', o);
     }, 300);
     try {
-      await until('alive by observation', () => m.peers().length === 1 && m.live('mvproxy-b'));
+      await eventually(() => m.peers().length === 1 && m.live('mvproxy-b'), { ...POLL, what: 'alive by observation' });
       await sleep(1500);
       assert.equal(m.live('mvproxy-b'), true, 'still alive while renewals keep coming');
     } finally {
       clearInterval(timer);
     }
-    await until('expires when renewals stop', () => !m.live('mvproxy-b'), 2500);
+    await eventually(() => !m.live('mvproxy-b'), { ...POLL, what: 'expires when renewals stop', timeoutMs: 2500 });
   });
 
   test('relists after 410 Expired; retries with backoff while the apiserver is away', async () => {
     store.create(G, 'leases', peerLease('mvproxy-b'));
     const m = make();
     m.start();
-    await until('listed', () => m.peers().length === 1);
+    await eventually(() => m.peers().length === 1, { ...POLL, what: 'listed' });
     const port = sim.port;
     await sim.close(); // the pool reconnects by itself once it is back
     // While it is away: b leaves, c arrives, and the history is compacted.
@@ -241,7 +236,7 @@ describe('identity Lease membership', () => {
     store.compact();
     await sleep(300);
     sim = await startSimApiserver({ name: 'sim', kubernetesVersion: 'v1.37', store, port });
-    await until('relisted', () => m.peers().map((p) => p.id).join() === 'mvproxy-c', 5000);
+    await eventually(() => m.peers().map((p) => p.id).join() === 'mvproxy-c', { ...POLL, what: 'relisted', timeoutMs: 5000 });
     const lines = m.log.lines.join('');
     assert.match(lines, /listing or watching identity leases failed; retrying with backoff/);
     assert.equal(lines.split('listing or watching identity leases failed').length - 1, 1, 'said once per outage');

@@ -1,7 +1,7 @@
 // mergeResources: the cases of kubernetes/apiserver pkg/endpoints/discovery/aggregated/
 // peer_aggregated_handler_test.go `TestMergeResources` (and the group-name expectations of
 // `TestPeerAggregatedDiscovery` / `TestFetchFromCache`), read in kubernetes/kubernetes staging at
-// 9d2a8fb7c431, rewritten by hand; spec §5.4/§5.4.1 corrections; the worked example on the
+// 9d2a8fb7c431, rewritten by hand; docs/kubernetes-mvp.md §5.4/§5.4.1 corrections; the worked example on the
 // fixture pair; and a property test over random subsets of the fixture GVRs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -227,7 +227,7 @@ test('TestPeerAggregatedDiscovery_ETagHandling: a peer adding a resource changes
   );
 });
 
-// ---- spec §5.4 / §5.4.1 rules ----------------------------------------------------------------
+// ---- docs/kubernetes-mvp.md §5.4 / §5.4.1 rules ----------------------------------------------
 
 test('server IDs sort in byte order and the local ID takes part: a lower peer ID supplies metadata and freshness', () => {
   const local: APIGroupDiscovery[] = [{ metadata: { name: 'g', uid: 'local' }, versions: [{ version: 'v1', resources: [r1], freshness: 'Current' }] }];
@@ -340,7 +340,7 @@ test('version order comes from topology, not priority (§5.4)', () => {
   assert.deepEqual(mergeVersionsAcrossGroup(a, a), [a, false]);
 });
 
-// ---- The fixture pair (spec §5.4 worked example, §5.4.1 last item) ------------------------------
+// ---- The fixture pair (docs/kubernetes-mvp.md §5.4 worked example, §5.4.1 last item) ---------
 
 const v133 = deepFreeze(aggregatedFixture('v1.33').items);
 const v137 = deepFreeze(aggregatedFixture('v1.37').items);

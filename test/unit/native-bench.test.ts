@@ -1,6 +1,6 @@
 // Smoke test for the native benchmark harness (native-bench/hotpath.ts --quick): it builds its
 // request set from the fixtures, runs every variant and prints its table and ratio lines.
-// Timings are never asserted: the machines are shared and noisy (stack.md).
+// Timings are never asserted: the machines are shared and noisy (docs/dependencies.md §9).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

@@ -1,11 +1,13 @@
 // MergePreservingRelativeOrder: the cases of kubernetes/apimachinery pkg/util/sort/sort_test.go
 // `TestSortDiscoveryGroupsTopo` (kubernetes/kubernetes staging/src/k8s.io/apimachinery/pkg/util/sort/
 // sort_test.go at 6732d913; the test keeps its old name but calls MergePreservingRelativeOrder),
-// rewritten by hand, plus the doc-comment examples of sort.go and the byte-order rules of spec §5.4.1.
+// rewritten by hand, plus the doc-comment examples of sort.go and the byte-order rules of
+// docs/kubernetes-mvp.md §5.4.1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { compareByteOrder, mergePreservingRelativeOrder, sortedByteOrder } from '../../src/discovery/order';
+import { compareByteOrder } from '../../src/gocompat/strings';
+import { mergePreservingRelativeOrder, sortedByteOrder } from '../../src/discovery/order';
 
 const goCases: { name: string; input: string[][]; want: string[] }[] = [
   {
@@ -66,7 +68,7 @@ test('sort.go doc examples', () => {
   assert.deepEqual(mergePreservingRelativeOrder([['b', 'a'], ['a', 'b']]), ['b', 'a']);
 });
 
-test('shortcut: the first complete list wins even against a contradicting list (spec §5.4.1)', () => {
+test('shortcut: the first complete list wins even against a contradicting list (docs/kubernetes-mvp.md §5.4.1)', () => {
   assert.deepEqual(mergePreservingRelativeOrder([['z', 'y'], ['y', 'x', 'z']]), ['y', 'x', 'z']);
   // A complete list with a duplicate is not "complete": Kahn runs instead.
   assert.deepEqual(mergePreservingRelativeOrder([['b', 'a', 'b'], ['a']]), ['a', 'b']);

@@ -63,7 +63,7 @@ describe('upstream pools against a server that offers h2 and http/1.1 (as kube-a
           onDrain: null,
         },
       } as unknown as Exchange;
-      forward(ex, pool, { headers: ['accept', '*/*'], longRunning: false, requestTimeoutMs: 5000, onDone: () => undefined, onFailedBeforeResponse: (e) => reject(e) });
+      forward(ex, pool, { headers: ['accept', '*/*'], longRunning: false, requestTimeoutMs: 5000 }, { attemptDone: () => undefined, attemptFailed: (e) => reject(e), attemptHeld: () => reject(new Error('nothing is held')) });
     });
     await pool.close();
     assert.equal(versions.at(-1), '1.1');

@@ -1,6 +1,7 @@
 // newRequestInfo: the tables of kubernetes/kubernetes
 // staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo_test.go (TestGetAPIRequestInfo,
-// TestGetNonAPIRequestInfo, TestSelectorParsing; commit 0f998765), rewritten by hand, then spec §2.1,
+// TestGetNonAPIRequestInfo, TestSelectorParsing; commit 0f998765), rewritten by hand, then
+// docs/kubernetes-mvp.md §2.1,
 // the URL-parsing layer Go's server runs first (net/url), the query rules of url.ParseQuery and
 // DecodeParameters, and fast-check properties (never throws; agrees with a split()-based transcription
 // of the Go code on arbitrary paths).
@@ -147,7 +148,7 @@ test('TestSelectorParsing: names from fieldSelector, verbs', () => {
   }
 });
 
-test('spec §2.1: discovery paths, namespaces, trailing slashes, verb-via-path errors', () => {
+test('docs/kubernetes-mvp.md §2.1: discovery paths, namespaces, trailing slashes, verb-via-path errors', () => {
   // /apis/g/v is non-resource (Go sets APIPrefix before the "four parts" check); /api/v1 too.
   assert.deepEqual(
     { ...mustInfo('GET', '/apis/g/v') },

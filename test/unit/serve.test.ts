@@ -1,11 +1,10 @@
 // serveDiscovery: which requests mvproxy answers from the snapshot, with which body and headers
-// (spec §5.1, §5.2), and which pass through (false, nothing written).
+// (docs/kubernetes-mvp.md §5.1, §5.2), and which pass through (false, nothing written).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { serveDiscovery, negotiateLegacyEndpoint, AGGREGATED_V2_JSON_CONTENT_TYPE, AGGREGATED_V2_PROTOBUF_CONTENT_TYPE } from '../../src/discovery/serve';
 import { buildDiscoverySnapshot, type DiscoverySnapshot } from '../../src/discovery/snapshot';
-import type { Exchange, ClientResponse } from '../../src/listener/exchange';
-import type { ResponseHead } from '../../src/upstream/headers';
+import type { Exchange, ClientResponse, ResponseHead } from '../../src/listener/exchange';
 import { aggregatedFixture } from '../support/fixtures';
 
 interface Recorded {

@@ -1,5 +1,5 @@
 // buildDiscoverySnapshot: merged and local documents, both encodings, ETags, peer exclusion
-// (spec §4.5) and the legacy documents derived from the merged data.
+// (docs/kubernetes-mvp.md §4.5) and the legacy documents derived from the merged data.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -53,7 +53,7 @@ test('merged JSON of the fixture pair is mergeResources() encoded, both ways rou
     const doc = parse(s.merged.json) as APIGroupDiscoveryList;
     assert.equal(doc.kind, 'APIGroupDiscoveryList');
     assert.equal(doc.apiVersion, 'apidiscovery.k8s.io/v2');
-    // spec §5.4.1: v1.37's group order, lifecycle.k8s.io last; storagemigration [v1, v1alpha1, v1beta1].
+    // docs/kubernetes-mvp.md §5.4.1: v1.37's group order, lifecycle.k8s.io last; storagemigration [v1, v1alpha1, v1beta1].
     assert.deepEqual(names(doc), names(v137));
     assert.deepEqual(versionsOf(doc, 'storagemigration.k8s.io'), ['v1', 'v1alpha1', 'v1beta1']);
     assert.deepEqual(versionsOf(doc, 'resource.k8s.io'), ['v1', 'v1beta2', 'v1beta1', 'v1alpha3']);

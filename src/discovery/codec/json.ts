@@ -1,4 +1,4 @@
-// application/json for aggregated discovery (spec §7.1): compact, as Go's encoding/json writes
+// application/json for aggregated discovery (docs/kubernetes-mvp.md §7.1): compact, as Go's encoding/json writes
 // the apidiscovery structs.
 //
 // Written by hand rather than JSON.stringify(list) so that equal content always gives equal
@@ -29,7 +29,7 @@ import type {
   GroupVersionKind,
   ObjectMeta,
 } from '../types';
-import { compareByteOrder } from '../order';
+import { compareByteOrder } from '../../gocompat/strings';
 import { formatTime, parseTime } from './time';
 
 /** The compact JSON body of an APIGroupDiscoveryList. */

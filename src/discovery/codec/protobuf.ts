@@ -1,4 +1,4 @@
-// application/vnd.kubernetes.protobuf for aggregated discovery (spec §7.2).
+// application/vnd.kubernetes.protobuf for aggregated discovery (docs/kubernetes-mvp.md §7.2).
 //
 // A body is the magic "k8s\0" followed by a runtime.Unknown {typeMeta, raw, contentEncoding,
 // contentType} whose raw holds the apidiscovery message. The field numbers are those of
@@ -30,7 +30,7 @@ import {
   type GroupVersionKind,
   type ObjectMeta,
 } from '../types';
-import { compareByteOrder } from '../order';
+import { compareByteOrder } from '../../gocompat/strings';
 import { formatTime, isZeroTimeSeconds, parseTime } from './time';
 
 export type DiscoveryVersion = 'v2' | 'v2beta1';

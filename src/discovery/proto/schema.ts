@@ -5,7 +5,7 @@
 import { Root, parse } from "protobufjs";
 
 export const APIDISCOVERY_PROTO = `// apidiscovery.k8s.io/v2 aggregated discovery, hand-written for mvproxy from the field numbers of
-// k8s.io/api apidiscovery/v2/generated.proto (spec §7.2). v2beta1 (package
+// k8s.io/api apidiscovery/v2/generated.proto (docs/kubernetes-mvp.md §7.2). v2beta1 (package
 // k8s.io.api.apidiscovery.v2beta1) is field-for-field identical: schema.ts builds it from this
 // text by changing the package line.
 syntax = "proto2";
@@ -50,7 +50,7 @@ message APISubresourceDiscovery {
 `;
 
 export const META_PROTO = `// The subset of k8s.io/apimachinery pkg/apis/meta/v1/generated.proto that discovery documents
-// use, hand-written for mvproxy (field numbers from the upstream file; spec §7.2). ObjectMeta is
+// use, hand-written for mvproxy (field numbers from the upstream file; docs/kubernetes-mvp.md §7.2). ObjectMeta is
 // complete (the round-trip fixtures fill every field); removed field 15 (clusterName) and any
 // field added later are unknown here and skipped by decoders. Keep equal to META_PROTO in
 // schema.ts.
@@ -121,7 +121,7 @@ message FieldsV1 {
 `;
 
 export const RUNTIME_PROTO = `// The protobuf envelope of k8s.io/apimachinery pkg/runtime/generated.proto, hand-written for
-// mvproxy (spec §7.2). A body is the 4 bytes "k8s" 0x00 followed by one Unknown. Note that
+// mvproxy (docs/kubernetes-mvp.md §7.2). A body is the 4 bytes "k8s" 0x00 followed by one Unknown. Note that
 // runtime.TypeMeta numbers apiVersion 1 and kind 2 (meta.v1.TypeMeta has them the other way
 // round). Keep equal to RUNTIME_PROTO in schema.ts.
 syntax = "proto2";

@@ -167,8 +167,8 @@ async function grant(c: RowContext): Promise<void> {
 /** Differences that are intended, by row id, with the reason (filled in from the generated table). */
 export const DIFFERENCES: Record<string, string> = {
   'peer-unreachable':
-    "in-tree's proxy sets no deadline on a peer that accepted the connection and never answers, so the client waits (here it gave up after 75 s). mvproxy's health probe (`--peer-probe-interval`) takes the peer out of routing within seconds and the request gets a 503 with Retry-After, which client-go retries. In-tree answers 503 only on a transport error (spec §2.4).",
+    "in-tree's proxy sets no deadline on a peer that accepted the connection and never answers, so the client waits (here it gave up after 75 s). mvproxy's health probe (`--peer-probe-interval`) takes the peer out of routing within seconds and the request gets a 503 with Retry-After, which client-go retries. In-tree answers 503 only on a transport error (docs/kubernetes-mvp.md §2.4).",
   'peer-down':
-    "a kube-apiserver that stops gracefully deletes its identity Lease, so the in-tree proxy at once no longer knows that any peer serves the kind. It serves the request locally: a 404, which controllers read as \"deleted\" (the garbage collector and namespace controller of kubernetes/kubernetes#96486). mvproxy keeps a departed peer's view for `--peer-discovery-grace-period` and answers 503 with Retry-After, so clients retry and never act on a false 404 (spec §8).",
+    "a kube-apiserver that stops gracefully deletes its identity Lease, so the in-tree proxy at once no longer knows that any peer serves the kind. It serves the request locally: a 404, which controllers read as \"deleted\" (the garbage collector and namespace controller of kubernetes/kubernetes#96486). mvproxy keeps a departed peer's view for `--peer-discovery-grace-period` and answers 503 with Retry-After, so clients retry and never act on a false 404 (docs/kubernetes-mvp.md §8).",
 };
 

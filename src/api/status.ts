@@ -1,6 +1,6 @@
 // metav1.Status bodies: every error a Kubernetes client sees from mvproxy itself is one of these,
 // so kubectl and client-go print the message and act on `reason` (e.g. retry on ServiceUnavailable)
-// instead of failing to decode a plain-text body (the in-tree proxy's 503 is plain text, spec §2.4).
+// instead of failing to decode a plain-text body (the in-tree proxy's 503 is plain text, docs/kubernetes-mvp.md §2.4).
 
 export type StatusReason =
   | 'BadRequest'

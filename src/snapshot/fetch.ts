@@ -1,14 +1,16 @@
 // Fetching one server's aggregated discovery (`/api` and `/apis`), as Kubernetes' peer discovery
-// does (peer_discovery.go fetchNewDiscoveryFor, spec §4.3–4.4): Accept asks for the local view
+// does (peer_discovery.go fetchNewDiscoveryFor, docs/kubernetes-mvp.md §4.3–4.4): Accept asks for the local view
 // (profile=nopeer) first, then v2, then legacy JSON; a reply that is not aggregated v2 is an
 // error (Kubernetes' decoder knows only apidiscovery v2). If-None-Match makes an unchanged
 // document cost a 304. The body is read up to MAX_DISCOVERY_BODY_BYTES (the request is aborted as
-// soon as it passes the cap) and decoded by decode.ts as Kubernetes' decoder would.
+// soon as it passes the cap) and decoded by discovery/decode.ts as Kubernetes' decoder would.
+// Fetching is the snapshot publisher's job, not the discovery serving stage's.
 
 import type { Dispatcher } from 'undici';
-import type { APIGroupDiscoveryList } from './types';
-import { PeerProxiedHeader } from '../routing/decide';
-import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, type DecodedDiscoveryBody } from './decode';
+import type { APIGroupDiscoveryList } from '../discovery/types';
+import { PeerProxiedHeader } from '../api/headers';
+import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, type DecodedDiscoveryBody } from '../discovery/decode';
+import { DiscoveryFetchError } from '../discovery/errors';
 
 /** client-go AcceptV2NoPeer + AcceptV2 + AcceptV1 (discovery_client.go), the string in-tree peers are asked with. */
 export const DISCOVERY_ACCEPT_NOPEER =
@@ -20,33 +22,9 @@ export interface FetchedDocument {
   readonly list: APIGroupDiscoveryList;
   /**
    * The body exactly as received (for serving the local view byte for byte); re-encoded JSON when
-   * decoding had to normalise it (protobuf, nulls, a defaulted apiVersion/kind: decode.ts).
+   * decoding had to normalise it (protobuf, nulls, a defaulted apiVersion/kind: discovery/decode.ts).
    */
   readonly raw: Buffer;
-}
-
-/**
- * Why a discovery fetch failed. STATUS: an answer other than 200 (or a 304 with nothing cached);
- * NOT_AGGREGATED: a 200 that is not aggregated discovery by its Content-Type; TOO_LARGE: a body
- * over MAX_DISCOVERY_BODY_BYTES (decode.ts); DECODE: a body Kubernetes' decoder would refuse
- * (decode.ts); TRANSPORT: no answer (connect, TLS, timeout, reset).
- */
-export type DiscoveryErrorCode =
-  | 'MVP_ERR_DISCOVERY_STATUS'
-  | 'MVP_ERR_DISCOVERY_NOT_AGGREGATED'
-  | 'MVP_ERR_DISCOVERY_TOO_LARGE'
-  | 'MVP_ERR_DISCOVERY_DECODE'
-  | 'MVP_ERR_DISCOVERY_TRANSPORT';
-
-export class DiscoveryFetchError extends Error {
-  constructor(
-    readonly code: DiscoveryErrorCode,
-    message: string,
-    /** The HTTP status the server answered (absent: no answer). */
-    readonly status?: number,
-  ) {
-    super(message);
-  }
 }
 
 export interface FetchOptions {
@@ -59,7 +37,7 @@ export interface FetchOptions {
   timeoutMs: number;
   /** Body size limit (default MAX_DISCOVERY_BODY_BYTES). */
   maxBytes?: number;
-  /** Decodes the body off the main thread (sync.ts: the merge worker); default: decode.ts here. */
+  /** Decodes the body off the main thread (the publisher: the merge worker); default: discovery/decode.ts here. */
   decode?: (body: Buffer, what: string) => Promise<DecodedDiscoveryBody>;
 }
 

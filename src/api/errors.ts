@@ -1,8 +1,10 @@
 // mvproxy's own failures: one stable code each (like undici's UND_ERR_* and fastify's FST_ERR_*),
 // with the HTTP status and metav1.Status reason a client gets. One table, so the code that
 // detects a failure never chooses a status by itself. Codes appear in logs and Status messages.
+// errorResponse() is the one encoding of a code as a response, shared by both front ends, raw
+// sockets (listener/answer.ts) and the proxy core.
 
-import type { StatusReason } from '../respond/status';
+import { statusBody, STATUS_CONTENT_TYPE, type StatusReason } from './status';
 
 export interface ErrorSpec {
   readonly status: number;
@@ -13,7 +15,7 @@ export interface ErrorSpec {
 }
 
 export const ERRORS = {
-  /** Peers serve the GVR, but none has a usable address (spec §2 step 8; Kubernetes: endpoint_resolution). */
+  /** Peers serve the GVR, but none has a usable address (docs/kubernetes-mvp.md §2 step 8; Kubernetes: endpoint_resolution). */
   MVP_ERR_PEER_NO_ENDPOINT: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'error getting ip and port info of the remote server while proxying' },
   /** Every peer that serves the GVR failed to connect or complete TLS (counted as rerouted with code 503, as upstream counts a failed dial). */
   MVP_ERR_PEER_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'no peer apiserver that serves this resource could be reached' },
@@ -54,3 +56,20 @@ export const ERRORS = {
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorResponse {
+  status: number;
+  /** flat [name, value, ...], lowercased names; no Content-Length (the body's length is known) */
+  headers: string[];
+  body: Buffer;
+}
+
+/** The response for one of mvproxy's own errors; `message` replaces the table's (the code is always appended). */
+export function errorResponse(code: ErrorCode, message?: string): ErrorResponse {
+  const spec: (typeof ERRORS)[ErrorCode] = ERRORS[code];
+  const retryAfter = 'retryAfter' in spec ? spec.retryAfter : undefined;
+  const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
+  const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
+  if (retryAfter) headers.push('retry-after', String(retryAfter));
+  return { status: spec.status, headers, body };
+}

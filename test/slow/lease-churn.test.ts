@@ -12,6 +12,7 @@
 //   - a watch through B that is open when B goes away ends (cleanly or cut), and is reopened.
 // After: no socket of A to any dead incarnation, no client connection left, fds back to the
 // baseline once pooled connections to live upstreams are set aside, RSS near the baseline.
+// In test/slow (`npm run test:slow`, scripts/test.sh): the churn alone takes a minute.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
@@ -23,7 +24,8 @@ import { createClusterPKI, type ClusterPKI } from '../../src/pki/bundle';
 import { startSimApiserver, ObjectStore, type SimApiserver } from '../../src/sim';
 import { startChildDaemon, type ChildDaemon } from '../support/child-daemon';
 import { nodePKIFlags } from '../support/node-pki';
-import { PEER_ONLY, LOCAL, get, localTraffic } from './harness';
+import { PEER_ONLY, LOCAL, get, localTraffic } from '../faults/harness';
+import { eventually } from '../support/poll';
 
 const RESTARTS = 10;
 /** One restart slot: 10 of them in about a minute. */
@@ -96,13 +98,15 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
 
   /** Until A routes the peer-only GVR to B again (bounded). */
   async function routedToB(base: string, agent: Agent, timeoutMs = 15_000): Promise<number> {
-    const t0 = Date.now();
-    for (;;) {
-      const r = await get(base, PEER_ONLY, agent, 5000);
-      if ('status' in r && r.status === 200) return Date.now() - t0;
-      if (Date.now() - t0 > timeoutMs) throw new Error(`A does not route to B: ${JSON.stringify(r).slice(0, 300)}`);
-      await sleep(100);
-    }
+    const { ms } = await eventually(
+      async () => {
+        const r = await get(base, PEER_ONLY, agent, 5000);
+        assert.ok('status' in r && r.status === 200, JSON.stringify(r).slice(0, 300));
+        return true;
+      },
+      { what: 'A routes to B', timeoutMs, intervalMs: 100 },
+    );
+    return ms;
   }
 
   before(async () => {
@@ -147,6 +151,7 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
     // Traffic for the whole churn.
     const localAgent = new Agent();
     const local = localTraffic(base, localAgent);
+    let localResult: { ok: number; bad: string[] } = { ok: 0, bad: [] };
     const peerAgent = new Agent({ connect: { timeout: 2000 } });
     const peer = { ok: 0, unavailable: 0, bad: [] as string[], slow: [] as string[] };
     let running = true;
@@ -177,7 +182,7 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
           try {
             for await (const chunk of r.body) void chunk;
           } catch {
-            // cut by the restart of the serving peer: as kube-apiserver cuts it (spec §2.4)
+            // cut by the restart of the serving peer: as kube-apiserver cuts it (docs/kubernetes-mvp.md §2.4)
           }
           watch.ended++;
         } catch (e) {
@@ -193,9 +198,13 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
       for (let i = 0; i < RESTARTS; i++) {
         const slot = Date.now();
         // A watch is open through B when it goes away (bounded wait: it reopens after each restart).
-        const open = Date.now() + BOUND_MS;
-        while (watch.opened === watch.ended && Date.now() < open) await sleep(50);
-        assert.ok(watch.opened > watch.ended, `restart ${i + 1}: no watch open through B (${JSON.stringify(watch)})`);
+        await eventually(
+          () => {
+            assert.ok(watch.opened > watch.ended, JSON.stringify(watch));
+            return true;
+          },
+          { what: `restart ${i + 1}: a watch open through B`, timeoutMs: BOUND_MS, intervalMs: 50 },
+        );
         const endedBefore = watch.ended;
         const signal = i % 2 === 0 ? 'SIGKILL' : 'SIGTERM';
         const oldPort = B!.peerPort;
@@ -205,9 +214,13 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
         const routedMs = await routedToB(base, probe);
         await probe.close(); // else its kept-alive connection counts as left behind (node front end: 30 s keep-alive hint)
         // The watch that B's previous incarnation served must have ended by now.
-        const until = Date.now() + BOUND_MS;
-        while (watch.ended === endedBefore && Date.now() < until) await sleep(50);
-        assert.ok(watch.ended > endedBefore, `restart ${i + 1} (${signal}): the watch through the old incarnation did not end (${JSON.stringify(watch)})`);
+        await eventually(
+          () => {
+            assert.ok(watch.ended > endedBefore, JSON.stringify(watch));
+            return true;
+          },
+          { what: `restart ${i + 1} (${signal}): the watch through the old incarnation ends`, timeoutMs: BOUND_MS, intervalMs: 50 },
+        );
         // And A keeps no socket to the dead incarnation.
         const stale = tcpSockets(pid).filter((s) => s.remotePort === oldPort && s.state !== 'TIME_WAIT');
         restarts.push(`${signal} → routed again ${routedMs} ms after start (port ${oldPort} → ${B.peerPort}); stale sockets ${stale.length}`);
@@ -218,9 +231,10 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
       await peerLoop;
       await watchAgent.destroy(); // ends the open watch
       await watchLoop;
+      // Stopped here too: a failed restart must not leave the local traffic running (the test file would never exit).
+      localResult = await local.stop();
     }
     const churnMs = Date.now() - t0;
-    const localResult = await local.stop();
     await localAgent.close();
     await peerAgent.close();
     for (const r of restarts) t.diagnostic(r);
@@ -233,26 +247,26 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
     assert.ok(peer.ok > 0 && watch.opened >= RESTARTS);
 
     // Nothing left behind: no socket to a dead incarnation, no client connection, fds and RSS back.
-    const deadline = Date.now() + 8000;
-    let grown: string[] = [];
-    for (;;) {
-      const socks = tcpSockets(pid);
-      const live = livePorts();
-      const bPorts = bPortsNow();
-      const pooled = socks.filter((s) => isPooled(s, live, bPorts)).length;
-      const toDead = socks.filter((s) => s.state !== 'LISTEN' && s.state !== 'TIME_WAIT' && s.localPort !== A.clientPort && !isPooled(s, live, bPorts));
-      const clients = socks.filter((s) => s.localPort === A.clientPort && s.state !== 'LISTEN' && s.state !== 'TIME_WAIT');
-      const fds = fdCount(pid) - pooled;
-      grown = [];
-      if (toDead.length) grown.push(`sockets to dead incarnations or elsewhere: ${JSON.stringify(toDead)}`);
-      if (clients.length) grown.push(`client connections: ${JSON.stringify(clients)}`);
-      if (fds > baseline.fds) grown.push(`fds ${baseline.fds} → ${fds} (pooled connections to live upstreams set aside: ${pooled})`);
-      if (grown.length === 0 || Date.now() > deadline) break;
-      await sleep(200);
-    }
+    await eventually(
+      () => {
+        const socks = tcpSockets(pid);
+        const live = livePorts();
+        const bPorts = bPortsNow();
+        const pooled = socks.filter((s) => isPooled(s, live, bPorts)).length;
+        const toDead = socks.filter((s) => s.state !== 'LISTEN' && s.state !== 'TIME_WAIT' && s.localPort !== A.clientPort && !isPooled(s, live, bPorts));
+        const clients = socks.filter((s) => s.localPort === A.clientPort && s.state !== 'LISTEN' && s.state !== 'TIME_WAIT');
+        const fds = fdCount(pid) - pooled;
+        const grown: string[] = [];
+        if (toDead.length) grown.push(`sockets to dead incarnations or elsewhere: ${JSON.stringify(toDead)}`);
+        if (clients.length) grown.push(`client connections: ${JSON.stringify(clients)}`);
+        if (fds > baseline.fds) grown.push(`fds ${baseline.fds} → ${fds} (pooled connections to live upstreams set aside: ${pooled})`);
+        assert.deepEqual(grown, []);
+        return true;
+      },
+      { what: 'nothing left behind', timeoutMs: 8000, intervalMs: 200 },
+    );
     const rss = A.memory().rss;
     t.diagnostic(`after: RSS ${(baseline.rss / MiB).toFixed(1)} → ${(rss / MiB).toFixed(1)} MiB`);
-    assert.deepEqual(grown, [], 'nothing left behind');
     assert.ok(rss - baseline.rss < 48 * MiB, `RSS grew ${((rss - baseline.rss) / MiB).toFixed(1)} MiB`);
     assert.ok(A.proc.exitCode === null && A.proc.signalCode === null, `A died:\n${A.stderr().slice(-600)}`);
   });

@@ -1,6 +1,7 @@
 // Bodies stream both ways with backpressure: 100 MiB up and down through a real mvproxy process
 // with a reader that stalls first, while the daemon's own peak RSS stays within a few MiB of
-// where it started. Both front ends; the upstream is a fake apiserver in this process.
+// where it started. Both front ends; the upstream is a fake apiserver in this process. In test/slow
+// (`npm run test:slow`, scripts/test.sh): ~10 s per front end, measured.
 import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';

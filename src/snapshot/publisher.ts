@@ -1,39 +1,32 @@
-// The discovery pipeline (never on the request path): fetch the local view and each peer's view,
-// keep a failing peer's last good view for a grace period, then publish a new route table.
-// Kubernetes fetches peers only on lease events and its local view every 30 min (spec §4.3–4.4);
+// The snapshot publisher (never on the request path): fetch the local view and each peer's view,
+// keep a failing peer's last good view for a grace period, build the route table and the merged
+// discovery documents from the same views, and publish them as one snapshot (holder.ts).
+// Kubernetes fetches peers only on lease events and its local view every 30 min (docs/kubernetes-mvp.md §4.3–4.4);
 // mvproxy refreshes every --discovery-refresh-interval (30 s default) with If-None-Match, so a
 // peer that changes its API set is seen within one interval, and an unchanged one costs a 304.
 
 import type { Dispatcher } from 'undici';
-import { DiscoveryFetchError, fetchDiscoveryDocument, type FetchedDocument } from './fetch';
-import { isHostPort, RouteTable, type PeerDiscovery } from '../routing/routetable';
-import type { RouteTableHolder } from '../routing/holder';
+import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
+import { DiscoveryFetchError } from '../discovery/errors';
+import type { PeerEndpoint } from '../peers/membership';
+import { isHostPort } from '../gocompat/net';
+import { RouteTable, type PeerDiscovery } from '../routing/routetable';
+import type { SnapshotHolder, SnapshotParts } from './holder';
+import type { DiscoverySnapshot } from '../discovery/snapshot';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../observability/metrics';
 import type { Logger } from '../observability/log';
-import { DiscoveryMerger, discoveryMergeInput } from './merger';
-import { GVExclusions, listExtensionGroupVersions } from './exclusion';
-import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from './openapi';
+import { DiscoveryMerger, discoveryMergeInput, type DiscoveryMergeInput } from '../discovery/merger';
+import { GVExclusions, listExtensionGroupVersions } from '../discovery/exclusion';
+import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from '../discovery/openapi';
 
-export interface PeerEndpoint {
-  /** Server ID (Kubernetes: the identity lease name). */
-  readonly id: string;
-  /** host:port of the peer's peer listener. */
-  readonly address: string;
-  /**
-   * Changes when the peer restarts (lease mode: its Lease's holderIdentity). A new incarnation's
-   * documents are fetched afresh (no If-None-Match), as Kubernetes re-reads a peer on a holder change.
-   */
-  readonly incarnation?: string;
-}
-
-export interface DiscoverySyncOptions {
+export interface SnapshotPublisherOptions {
   local: Dispatcher;
   peerPools: PeerPools;
   /** Identity headers sent with peer fetches (ownPeerIdentityHeaders). */
   peerIdentityHeaders?: Record<string, string>;
-  routes: RouteTableHolder;
-  /** This server's ID (takes part in the merge order, spec §5.4). */
+  snapshots: SnapshotHolder;
+  /** This server's ID (takes part in the merge order, docs/kubernetes-mvp.md §5.4). */
   localID: string;
   /** Current peers; re-read on every refresh (src/peers: a static list or identity Leases). */
   peers(): readonly PeerEndpoint[];
@@ -66,7 +59,7 @@ interface ServerView {
   leftAt?: number;
 }
 
-export class DiscoverySync {
+export class SnapshotPublisher {
   private local: ServerView | undefined;
   private readonly peerViews = new Map<string, ServerView>();
   private timer: NodeJS.Timeout | undefined;
@@ -76,7 +69,10 @@ export class DiscoverySync {
   private readonly now: () => number;
   private readonly exclusions: GVExclusions;
   private readonly merger: DiscoveryMerger;
-  private mergeKey = '';
+  /** The newest merge that finished: its input key and documents. */
+  private built: { key: string; snapshot: DiscoverySnapshot | undefined } = { key: '', snapshot: undefined };
+  /** Incremented by every publish(): a merge that finishes after a newer publish() was asked for does not publish. */
+  private publishSeq = 0;
   /** Every fetched body is decoded in the merge worker (merger.decode): see merge.worker.ts decodeTask. */
   private readonly decodeOffThread = (body: Buffer, what: string) => this.merger.decode(body, what);
   /** The membership of the last refresh (id=address#incarnation): a change makes its fetches count as upstream's would. */
@@ -84,7 +80,7 @@ export class DiscoverySync {
   private openAPI: OpenAPIIndex | undefined;
   private merging: Promise<void> = Promise.resolve();
 
-  constructor(private readonly o: DiscoverySyncOptions) {
+  constructor(private readonly o: SnapshotPublisherOptions) {
     this.now = o.now ?? Date.now;
     this.exclusions = new GVExclusions(this.now);
     this.merger = o.merger ?? new DiscoveryMerger();
@@ -100,7 +96,7 @@ export class DiscoverySync {
     return this.local !== undefined;
   }
 
-  /** Resolves once the discovery snapshot of the latest refresh is published. */
+  /** Resolves once the snapshot of the latest refresh, with its discovery documents, is published. */
   mergesDone(): Promise<void> {
     return this.merging;
   }
@@ -167,7 +163,7 @@ export class DiscoverySync {
       this.o.log.info(2, 'fetching the local /openapi/v3 index failed; keeping the last one', { err: (e as Error).message });
     }
     // Upstream fetches every peer's discovery when the membership changes (a lease added, deleted
-    // or taken over) and retries a failed one; it has no periodic refresh (spec §4.4). Its fetches
+    // or taken over) and retries a failed one; it has no periodic refresh (docs/kubernetes-mvp.md §4.4). Its fetches
     // count in apiserver_rerouted_request_total; mvproxy's periodic refresh of an unchanged, healthy
     // peer does not, so the series means what it means in-tree.
     const membership = peers.map((p) => `${p.id}=${p.address}#${p.incarnation ?? ''}`).sort().join(',');
@@ -240,6 +236,13 @@ export class DiscoverySync {
     }
   }
 
+  /**
+   * Builds the next snapshot from the views in hand and publishes it. When the merge input changed,
+   * the route table and the discovery documents are published together, once the merge worker is
+   * done (a few ms; MERGE_WAIT_MS at most, then the table goes out with the previous documents and
+   * the new ones follow), so a snapshot's documents and table come from the same views. An
+   * unchanged input (a refresh of all 304s, a peer's reachability) publishes at once.
+   */
   private publish(): void {
     const now = this.now();
     const peers = new Map<string, PeerDiscovery>();
@@ -255,43 +258,69 @@ export class DiscoverySync {
       peers.set(id, { address: reachable ? v.address : '', groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
       if (v.apis) peerApis.push([id, v.apis]);
     }
-    const excluded = this.exclusions.excluded;
+    const exclusions = this.exclusions.excluded;
     const table = RouteTable.build({
       synced: this.local !== undefined,
       local: { groups: [...(this.local?.api?.list.items ?? []), ...(this.local?.apis?.list.items ?? [])] },
       peers,
       memberAddresses: members,
-      excludedGroupVersions: excluded,
+      excludedGroupVersions: exclusions,
     });
-    this.o.metrics.routeTableGVRs.set(table.size);
-    this.o.routes.openAPIIndex = this.openAPI ? mergeOpenAPIIndex(this.openAPI, table) : undefined;
-    this.o.routes.publish(table);
-    if (this.local?.apis) this.scheduleMerge(this.local.apis, peerApis, excluded);
+    const parts = { table, exclusions, openAPIIndex: this.openAPI ? mergeOpenAPIIndex(this.openAPI, table) : undefined };
+    const merge = this.local?.apis ? discoveryMergeInput(this.o.localID, this.local.apis, peerApis, exclusions) : undefined;
+    const seq = ++this.publishSeq;
+    if (merge === undefined || merge.key === this.built.key) {
+      this.commit({ ...parts, discovery: this.built.snapshot });
+      return;
+    }
+    this.merging = this.merging.then(async () => {
+      if (seq !== this.publishSeq || this.stopped) return; // a newer publication supersedes this one
+      const docs = await this.merged(merge.input, merge.key);
+      if (seq !== this.publishSeq || this.stopped) return; // superseded while merging: the newer one publishes (reusing this merge if its input is the same)
+      this.commit({ ...parts, discovery: docs ?? this.built.snapshot });
+    });
+  }
+
+  private commit(parts: SnapshotParts & { table: RouteTable }): void {
+    this.o.metrics.routeTableGVRs.set(parts.table.size);
+    const docs = parts.discovery;
+    const newDocs = docs !== undefined && docs !== this.o.snapshots.current.discovery;
+    const published = this.o.snapshots.publish(parts);
+    if (newDocs) this.o.log.info(2, 'discovery snapshot published', { generation: published.generation, servers: docs.counts.servers, groups: docs.counts.groups, resources: docs.counts.resources, mergeMs: Math.round(docs.build.ms * 10) / 10, thread: docs.build.thread });
   }
 
   /**
-   * Rebuilds the encoded discovery documents off the main thread when an input changed (an
-   * unchanged refresh is all 304s: same ETags, same key, no work). Merges run one at a time; the
-   * newest input wins.
+   * The documents for one merge input: built in the merge worker (merge.worker.ts), or undefined
+   * when the merge failed or is still running after MERGE_WAIT_MS (it then publishes itself when it ends).
    */
-  private scheduleMerge(local: FetchedDocument, peers: [string, FetchedDocument][], excluded: ReadonlySet<string>): void {
-    const { input, key } = discoveryMergeInput(this.o.localID, local, peers, excluded);
-    if (key === this.mergeKey) return;
-    this.mergeKey = key;
-    this.merging = this.merging.then(async () => {
-      if (this.mergeKey !== key || this.stopped) return; // superseded by a newer input
-      try {
-        const snap = await this.merger.build(input);
+  private async merged(input: DiscoveryMergeInput, key: string): Promise<DiscoverySnapshot | undefined> {
+    if (this.built.key === key) return this.built.snapshot; // an earlier queued publication merged the same input
+    const build = this.merger.build(input).then(
+      (snap) => {
+        this.built = { key, snapshot: snap };
         this.o.metrics.discoveryMergeDuration.observe(snap.build.ms / 1000);
-        if (this.mergeKey === key) this.o.routes.publishDiscovery(snap);
-        this.o.log.info(2, 'discovery snapshot published', { generation: snap.generation, servers: snap.counts.servers, groups: snap.counts.groups, resources: snap.counts.resources, mergeMs: Math.round(snap.build.ms * 10) / 10, thread: snap.build.thread });
-      } catch (e) {
-        this.mergeKey = ''; // retry on the next refresh
-        this.o.log.error('discovery merge failed', e);
-      }
+        return snap;
+      },
+      (e: unknown) => {
+        this.o.log.error('discovery merge failed; the previous documents stay published until the next refresh', e);
+        return undefined;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), MERGE_WAIT_MS)));
+    const first = await Promise.race([build, late]);
+    clearTimeout(timer);
+    if (first !== 'late') return first;
+    this.o.log.info(0, `the discovery merge is taking longer than ${MERGE_WAIT_MS} ms: the route table is published with the previous documents`, { key });
+    void build.then((snap) => {
+      if (snap && !this.stopped) this.republish(); // same input now built: publishes at once
     });
+    return undefined;
   }
 }
+
+/** The longest a route table waits for its discovery documents (a merge takes ~10–100 ms on the fixtures). */
+const MERGE_WAIT_MS = 5_000;
 
 /** The HTTP status behind a failed discovery fetch: the server's answer, or 503 when there was none (upstream's proxy responder). */
 function answeredStatus(e: unknown): number {

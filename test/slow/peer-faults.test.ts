@@ -1,22 +1,25 @@
 // Faults of a peer and of the local apiserver (issue 8), against one mvproxy in this process (so
 // its handles, fds and RSS can be counted) on both front ends. For each fault:
 //   - every client request ends within its bound: a success, a 503/504 Status, or (once the response
-//     had started) a cut connection, which is what a client sees from kube-apiserver too (spec §2.4);
+//     had started) a cut connection, which is what a client sees from kube-apiserver too
+//     (docs/kubernetes-mvp.md §2.4);
 //   - requests for a locally served GVR, running all the while, see zero errors;
 //   - afterwards no socket, timer, server or fd is left behind (active resources counted by type
 //     and /proc/self/fd, before and after, once idle keep-alives are closed) and RSS comes back
 //     near its baseline.
 // The peer is a fake peer listener (node:https, cluster-CA serving certificate) that a test kills
 // (connections reset, port closed), swaps for a black hole, or slows to one byte a second.
-// Uploads are in upload-faults.test.ts (separate processes: fds and RSS read from /proc), lease
-// churn (10 restarts in a minute, lease mode) in lease-churn.test.ts.
+// Uploads are in test/faults/upload-faults.test.ts (separate processes: fds and RSS read from
+// /proc), lease churn (10 restarts in a minute, lease mode) in lease-churn.test.ts. In test/slow
+// (`npm run test:slow`, scripts/test.sh): ~30 s per front end, measured.
 import { describe, test, before, after } from 'node:test';
 import { FRONTENDS } from '../support/frontends';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { startObserved, PEER_ONLY, LOCAL, APIS_V133, APIS_V137, get, localTraffic, snapshot, settle, RSS_SLACK, type Observed, type ResourceSnapshot } from './harness';
+import { startObserved, PEER_ONLY, LOCAL, APIS_V133, APIS_V137, get, localTraffic, snapshot, settle, RSS_SLACK, type Observed, type ResourceSnapshot } from '../faults/harness';
+import { eventually } from '../support/poll';
 
 const REQUEST_TIMEOUT_MS = 2000;
 const CONNECT_TIMEOUT_MS = 1000;
@@ -141,13 +144,14 @@ for (const frontend of FRONTENDS) {
 
     /** The peer route works again (bounded: a few seconds). */
     async function peerBack(agent: Agent): Promise<void> {
-      const end = Date.now() + 5000;
-      let r = await get(o.base, PEER_ONLY, agent);
-      while (!('status' in r && r.status === 200) && Date.now() < end) {
-        await sleep(100);
-        r = await get(o.base, PEER_ONLY, agent);
-      }
-      assert.equal('status' in r && r.status, 200, `the peer route works again: ${JSON.stringify(r)}`);
+      await eventually(
+        async () => {
+          const r = await get(o.base, PEER_ONLY, agent);
+          assert.equal('status' in r && r.status, 200, JSON.stringify(r));
+          return true;
+        },
+        { what: 'the peer route works again', timeoutMs: 5000, intervalMs: 100 },
+      );
     }
 
     test('a peer killed mid-watch: the watch ends at once, later requests get a 503 Status until it is back', async (t) => {
@@ -160,7 +164,7 @@ for (const frontend of FRONTENDS) {
           res.body.on('end', () => resolve('clean end'));
           res.body.on('error', (e: Error & { code?: string }) => resolve(`cut (${e.code ?? e.message})`));
         });
-        while (!text.includes('"w1"')) await sleep(20);
+        await eventually(() => text.includes('"w1"'), { what: 'the first watch event', timeoutMs: 5000, intervalMs: 20 });
         await o.peer.kill();
         const t0 = Date.now();
         const how = await Promise.race([ended, sleep(3000).then(() => 'still open after 3 s')]);
@@ -186,7 +190,7 @@ for (const frontend of FRONTENDS) {
           res.body.on('end', () => resolve('clean end'));
           res.body.on('error', (e: Error & { code?: string }) => resolve(`cut (${e.code ?? e.message})`));
         });
-        while (bytes < 4 * MiB) await sleep(5);
+        await eventually(() => bytes >= 4 * MiB, { what: 'the first 4 MiB of the download', timeoutMs: 10_000, intervalMs: 5 });
         await o.peer.kill();
         const t0 = Date.now();
         const how = await Promise.race([ended, sleep(3000).then(() => 'still open after 3 s')]);
@@ -314,12 +318,12 @@ for (const frontend of FRONTENDS) {
         })();
         for (let i = 0; i < 12; i++) {
           o.peer.apis = i % 2 === 0 ? APIS_V133 : APIS_V137; // workloads gone, back, gone, ...
-          await o.daemon.sync.refresh();
+          await o.daemon.publisher.refresh();
           await sleep(60);
         }
         flapping = false;
         await peerTraffic;
-        await o.daemon.sync.mergesDone();
+        await o.daemon.publisher.mergesDone();
       });
       t.diagnostic(`peer-only GVR during the flapping: ${JSON.stringify(Object.fromEntries(statuses))}; /apis answered ${discoveryOK} times`);
       // 200 from the peer while it lists the resource; the local apiserver's 404 while it does not.
@@ -343,7 +347,7 @@ for (const frontend of FRONTENDS) {
           const d = await get(o.base, '/apis', agent);
           assert.ok('status' in d && d.status === 200, `discovery from the snapshot: ${JSON.stringify(d).slice(0, 200)}`);
         }
-        await o.daemon.sync.refresh(); // a refresh while it is down keeps the last good view
+        await o.daemon.publisher.refresh(); // a refresh while it is down keeps the last good view
         const p = await get(o.base, PEER_ONLY, agent);
         assert.ok('status' in p && p.status === 200, JSON.stringify(p));
         await o.local.revive();

@@ -1,0 +1,126 @@
+// Checks on the merged configuration (flags and --config), before anything starts: settings
+// that are each valid but do not fit together, files that cannot be read, certificate/key pairs
+// that do not match. Each problem names the setting as --flag (file.field); all problems are
+// reported at once, joined with "; ". Configuration errors exit 2 (main.ts).
+
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
+import { FEATURE_GATES } from './featuregate';
+import { fsReason } from './load';
+import { SETTINGS, settingName, type SettingKey } from './settings';
+import { checkCipherSuites } from './tls-policy';
+import type { DaemonConfig } from './types';
+import { isLoopback } from './values';
+
+/** Settings that are each valid but do not fit together (flags and file merged). */
+export class InvalidConfigError extends Error {
+  readonly code = 'MVP_ERR_CONFIG_INVALID';
+}
+
+/** Cross-field checks on the merged settings (each value is already valid). Throws InvalidConfigError. */
+export function validateConfig(c: DaemonConfig): void {
+  const problems: string[] = [];
+  const pair = (a: SettingKey, b: SettingKey) => {
+    if (!!c[a] !== !!c[b]) problems.push(`${settingName(c[a] ? a : b)} is set but ${settingName(c[a] ? b : a)} is not: set both or neither`);
+  };
+  pair('tlsCertFile', 'tlsPrivateKeyFile');
+  pair('peerTLSCertFile', 'peerTLSPrivateKeyFile');
+  pair('proxyClientCertFile', 'proxyClientKeyFile');
+  const suites = checkCipherSuites(c.tlsCipherSuites);
+  if (suites) problems.push(`${settingName('tlsCipherSuites')}: ${suites}`);
+  if (!c.tlsCertFile && !isLoopback(c.bindAddress)) {
+    problems.push(`${settingName('bindAddress')} is ${c.bindAddress}, not a loopback address: plain HTTP is only served on loopback; set ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')}`);
+  }
+  const gateOn = c.featureGates.UnknownVersionInteroperabilityProxy ?? FEATURE_GATES.UnknownVersionInteroperabilityProxy?.default;
+  if (gateOn && c.peerCAFile) {
+    // The peer listener starts: it needs a serving certificate and the CA of peers' client certificates.
+    if (!c.peerTLSCertFile && !c.tlsCertFile) {
+      problems.push(`the peer listener needs a serving certificate: set ${settingName('peerTLSCertFile')} and ${settingName('peerTLSPrivateKeyFile')} (or ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')})`);
+    }
+    if (!c.requestheaderClientCAFile) problems.push(`the peer listener needs ${settingName('requestheaderClientCAFile')} to verify peers' proxy client certificates`);
+  }
+  if (c.clientCAFile) {
+    if (!c.tlsCertFile) problems.push(`${settingName('clientCAFile')} needs TLS on the client listener: set ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')}`);
+    if (!c.proxyClientCertFile) problems.push(`${settingName('clientCAFile')} forwards certificate users as front-proxy headers, which the apiserver trusts only with a proxy client certificate: set ${settingName('proxyClientCertFile')} and ${settingName('proxyClientKeyFile')}`);
+  }
+  if (c.peerDiscovery === 'lease') {
+    if (c.staticPeers.length > 0) problems.push(`${settingName('staticPeers')} is set but ${settingName('peerDiscovery')} is lease: static peers apply only with --peer-discovery=static`);
+    if (c.peersFile) problems.push(`${settingName('peersFile')} is set but ${settingName('peerDiscovery')} is lease: a peers file applies only with --peer-discovery=static`);
+  }
+  if (c.identityLeaseRenewIntervalSeconds !== undefined && c.identityLeaseRenewIntervalSeconds >= c.identityLeaseDurationSeconds) {
+    problems.push(`${settingName('identityLeaseRenewIntervalSeconds')} (${c.identityLeaseRenewIntervalSeconds}) must be less than ${settingName('identityLeaseDurationSeconds')} (${c.identityLeaseDurationSeconds}), or the lease expires between renewals`);
+  }
+  const ids = new Set<string>();
+  for (const p of c.staticPeers) {
+    if (ids.has(p.id)) problems.push(`${settingName('staticPeers')}: peer "${p.id}" is listed twice`);
+    if (p.id === c.serverID) problems.push(`${settingName('staticPeers')}: peer "${p.id}" has this node's server ID (${settingName('serverID')})`);
+    ids.add(p.id);
+  }
+  if (problems.length > 0) throw new InvalidConfigError(problems.join('; '));
+}
+
+/** Every file setting that is set must name a readable file (checked before anything starts). */
+export function checkFilesReadable(c: DaemonConfig, read: (f: string) => unknown = (f) => readFileSync(f)): void {
+  const problems: string[] = [];
+  for (const s of SETTINGS) {
+    if (s.kind.t !== 'path') continue;
+    const f = c[s.key] as string | undefined;
+    if (!f) continue;
+    try {
+      read(f);
+    } catch (e) {
+      problems.push(`${settingName(s.key)}: open ${f}: ${fsReason(e)}`);
+    }
+  }
+  if (problems.length > 0) throw new InvalidConfigError(problems.join('; '));
+}
+
+/** The certificate/key pairs and CA bundles a configuration names. */
+const KEY_PAIRS: [SettingKey, SettingKey][] = [
+  ['tlsCertFile', 'tlsPrivateKeyFile'],
+  ['peerTLSCertFile', 'peerTLSPrivateKeyFile'],
+  ['proxyClientCertFile', 'proxyClientKeyFile'],
+];
+const CA_FILES: SettingKey[] = ['clientCAFile', 'peerCAFile', 'localAPIServerCAFile', 'requestheaderClientCAFile'];
+
+/** OpenSSL's words, as an operator reads them. */
+function tlsReason(e: unknown): string {
+  const m = (e as Error).message ?? String(e);
+  if (/key values mismatch/i.test(m)) return 'the private key does not belong to the certificate';
+  if (/DECODER routines::unsupported|no start line|PEM|ASN1|bad base64/i.test(m)) return `not a PEM file of the expected kind (${m})`;
+  return m;
+}
+
+/**
+ * Every certificate/key pair loads and matches, every CA bundle parses (checked before anything
+ * starts: a bad pair would otherwise surface as an OpenSSL error with a stack from a listener).
+ */
+export function checkTLSFiles(c: DaemonConfig, read: (f: string) => Buffer = (f) => readFileSync(f)): void {
+  const problems: string[] = [];
+  for (const [certKey, keyKey] of KEY_PAIRS) {
+    const cert = c[certKey] as string | undefined;
+    const key = c[keyKey] as string | undefined;
+    if (!cert || !key) continue;
+    try {
+      createSecureContext({ cert: read(cert), key: read(key) });
+    } catch (e) {
+      problems.push(`${settingName(certKey)} and ${settingName(keyKey)}: ${tlsReason(e)}`);
+    }
+  }
+  for (const k of CA_FILES) {
+    const f = c[k] as string | undefined;
+    if (!f) continue;
+    try {
+      createSecureContext({ ca: read(f) });
+    } catch (e) {
+      problems.push(`${settingName(k)}: ${tlsReason(e)}`);
+    }
+  }
+  if (problems.length > 0) throw new InvalidConfigError(problems.join('; '));
+}
+
+/** Configuration errors: exit 2 with nothing started. */
+export function isConfigError(e: unknown): e is Error {
+  const code = (e as { code?: string } | null)?.code;
+  return code === 'MVP_ERR_FLAG' || code === 'MVP_ERR_CONFIG_FILE' || code === 'MVP_ERR_CONFIG_INVALID' || code === 'MVP_ERR_CONFIG';
+}

@@ -1,0 +1,101 @@
+// The requests being proxied right now: their deadlines, the peers they wait on, and the streams
+// a shutdown ends. One registry per daemon; a ProxiedRequest (proxied.ts) is in it from its first
+// upstream attempt until its answer ended.
+
+import { performance } from 'node:perf_hooks';
+import type { InFlight } from '../observability/metrics';
+import { PeerDownError } from '../upstream/forward';
+
+/** What the registry needs of a request in flight. */
+export interface Tracked {
+  readonly longRunning: boolean;
+  /** The route of the attempt under way (mvproxy_inflight_requests). */
+  readonly route: InFlight['route'];
+  /** The peer listener the attempt under way goes to; '' for the local apiserver. */
+  readonly peerAddress: string;
+  /** performance.now() ms after which a non-long-running request is cut (--request-timeout as a whole). */
+  readonly deadline: number;
+  /** The request ran past its deadline: 504 if nothing was answered yet, else cut. */
+  expire(): void;
+  /** Gives up on an upstream that has not answered yet; false when it had. */
+  abandon(err: Error): boolean;
+  /** Ends a streaming answer cleanly (shutdown). */
+  endCleanly(): void;
+}
+
+export class InflightRequests {
+  /** Non-long-running requests, each with a deadline. */
+  private readonly timed = new Set<Tracked>();
+  /** Long-running requests (watches, logs -f), ended cleanly at shutdown, never timed out. */
+  private readonly streams = new Set<Tracked>();
+  /**
+   * One sweep for every deadline instead of a timer per request: a request is cut at most
+   * DEADLINE_SWEEP_MS after its deadline (undici's headersTimeout/bodyTimeout only measure silence,
+   * so a body that trickles or stalls half-way would otherwise hold a connection for ever).
+   */
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor() {
+    this.sweeper = setInterval(() => this.expireOverdue(), DEADLINE_SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  add(r: Tracked): void {
+    (r.longRunning ? this.streams : this.timed).add(r);
+  }
+
+  delete(r: Tracked): void {
+    (r.longRunning ? this.streams : this.timed).delete(r);
+  }
+
+  /** Requests not yet answered (shutdown drains until it is 0). */
+  get size(): number {
+    return this.timed.size + this.streams.size;
+  }
+
+  private expireOverdue(): void {
+    if (this.timed.size === 0) return;
+    const now = performance.now();
+    for (const r of this.timed) if (r.deadline < now) r.expire();
+  }
+
+  /** What is being proxied now (mvproxy_inflight_requests, read at scrape time). */
+  *inFlight(): Iterable<InFlight> {
+    for (const r of this.streams) yield { route: r.route, longRunning: true };
+    for (const r of this.timed) yield { route: r.route, longRunning: false };
+  }
+
+  /**
+   * A peer failed its health probe: requests to it still waiting for an answer fail now instead of
+   * at --request-timeout (a stalled peer keeps kept-alive connections open and never answers). As
+   * a transport failure: a GET or HEAD fails over to another serving peer, else a 503 Status.
+   * Requests it already answers (a watch streaming) are left alone. Returns how many failed.
+   */
+  abandonPeer(address: string, why: string): number {
+    let n = 0;
+    for (const set of [this.timed, this.streams]) {
+      for (const r of [...set]) if (r.peerAddress === address && r.abandon(new PeerDownError(why))) n++;
+    }
+    return n;
+  }
+
+  /** Shutdown: ends every watch and log stream cleanly; returns how many there were. */
+  endStreams(): number {
+    const n = this.streams.size;
+    for (const r of [...this.streams]) r.endCleanly();
+    return n;
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+}
+
+/** How often deadlines are checked: a request ends within this much of --request-timeout. */
+const DEADLINE_SWEEP_MS = 250;
+/**
+ * A request's deadline is --request-timeout plus this: undici's own headers/body timeouts (the same
+ * bound) handle silences and release the socket; the sweep, a second later, only catches what they
+ * cannot see (trickling or stalled bodies).
+ */
+export const DEADLINE_GRACE_MS = 1_000;

@@ -1,0 +1,43 @@
+// The answers mvproxy writes itself onto a client's Exchange: its own errors as metav1.Status,
+// health answers, and an upstream answer that was held back (proxy/proxied.ts). Everything a
+// proxied upstream answers streams through upstream/forward.ts instead.
+
+import type { Exchange } from '../listener/exchange';
+import { errorResponse, type ErrorCode } from '../api/errors';
+import { STATUS_CONTENT_TYPE } from '../api/status';
+import type { HealthResponse } from '../observability/healthz';
+import type { HeldAnswer } from '../upstream/forward';
+
+/** Writes one of mvproxy's own errors as a metav1.Status. */
+export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
+  const { status, headers, body } = errorResponse(code, message);
+  // Answered before the request body was read whole (the upstream died mid-upload): the front end
+  // closes the connection after this response (ClientResponse contract).
+  ex.res.writeHead(status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);
+  ex.res.write(body);
+  ex.res.end();
+}
+
+/** A health answer in Kubernetes' text format (observability/healthz.ts). */
+export function writeHealth(ex: Exchange, h: HealthResponse): void {
+  const body = Buffer.from(ex.method === 'HEAD' ? '' : h.body);
+  const headers = Object.entries(h.headers).flat();
+  ex.res.writeHead(h.status, { headers, contentLength: Buffer.byteLength(h.body), contentType: h.headers['content-type'] ?? 'text/plain; charset=utf-8' }, false);
+  if (body.length) ex.res.write(body);
+  ex.res.end();
+}
+
+/** An upstream answer held back (ForwardOptions.holdStatuses) that is the client's answer after all. */
+export function writeHeld(ex: Exchange, held: HeldAnswer): void {
+  const body = Buffer.concat(held.body);
+  ex.res.writeHead(held.status, { ...held.head, contentLength: body.length }, false);
+  if (body.length && ex.method !== 'HEAD') ex.res.write(body);
+  ex.res.end();
+}
+
+/** A document mvproxy serves from its snapshot (the /openapi/v3 index): 200, no-cache, as the apiserver's. */
+export function writeDocument(ex: Exchange, body: Buffer, contentType: string): void {
+  ex.res.writeHead(200, { headers: ['content-type', contentType, 'cache-control', 'no-cache, private'], contentLength: body.length, contentType }, false);
+  if (ex.method === 'GET') ex.res.write(body);
+  ex.res.end();
+}

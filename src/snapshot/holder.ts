@@ -1,0 +1,62 @@
+// The one published snapshot: everything the request path reads about the cluster, replaced whole
+// by a single assignment (Kubernetes keeps its peer discovery the same way, in an atomic.Value:
+// staging/src/k8s.io/apiserver/pkg/util/peerproxy/peer_discovery.go). A request takes
+// `holder.current` once and reads only that object, so the route table it routes with, the
+// discovery documents it serves, the exclusions and the peer addresses always come from one
+// publication; a request that started with an older snapshot finishes with it.
+//
+// Built off the request path by the publisher (snapshot/publisher.ts); nothing here awaits.
+
+import { RouteTable } from '../routing/routetable';
+import type { DiscoverySnapshot } from '../discovery/snapshot';
+
+export interface Snapshot {
+  /** 1, 2, 3, ... per publication; 0 = the empty snapshot a daemon starts with. */
+  readonly generation: number;
+  /** When it was published (Date.now()); 0 = never. */
+  readonly publishedAt: number;
+  /** Who serves each group/version/resource, and every peer's address (routing/routetable.ts). */
+  readonly table: RouteTable;
+  /**
+   * The encoded /apis documents (merged, nopeer, legacy) built from the same views as `table`;
+   * undefined until the first merge finished (discovery then passes through to the apiserver).
+   */
+  readonly discovery: DiscoverySnapshot | undefined;
+  /** The /openapi/v3 index with peer-only group/versions added; undefined = pass the local one through. */
+  readonly openAPIIndex: Buffer | undefined;
+  /**
+   * Group/versions never routed to peers: this cluster's CRDs and aggregated APIServices
+   * (docs/kubernetes-mvp.md §4.5), as "group/version" (core: "/v1"). Already applied to `table`
+   * and `discovery`; kept for /debug/routes.
+   */
+  readonly exclusions: ReadonlySet<string>;
+}
+
+/** The parts a publication supplies; a part left out keeps its value from the current snapshot. */
+export type SnapshotParts = Partial<Pick<Snapshot, 'table' | 'discovery' | 'openAPIIndex' | 'exclusions'>>;
+
+const EMPTY: Snapshot = Object.freeze({ generation: 0, publishedAt: 0, table: RouteTable.empty(), discovery: undefined, openAPIIndex: undefined, exclusions: new Set<string>() });
+
+export class SnapshotHolder {
+  private snapshot: Snapshot = EMPTY;
+
+  /** The snapshot in force: take it once per request. */
+  get current(): Snapshot {
+    return this.snapshot;
+  }
+
+  /** Publishes a new snapshot (the current one with `parts` replaced) in one assignment; returns it. */
+  publish(parts: SnapshotParts): Snapshot {
+    const prev = this.snapshot;
+    const next: Snapshot = Object.freeze({
+      generation: prev.generation + 1,
+      publishedAt: Date.now(),
+      table: parts.table ?? prev.table,
+      discovery: 'discovery' in parts ? parts.discovery : prev.discovery,
+      openAPIIndex: 'openAPIIndex' in parts ? parts.openAPIIndex : prev.openAPIIndex,
+      exclusions: parts.exclusions ?? prev.exclusions,
+    });
+    this.snapshot = next;
+    return next;
+  }
+}
