@@ -198,6 +198,9 @@ export class SnapshotPublisher {
     }
     this.o.peerPools.retain(peers.map((p) => p.address));
     this.publish();
+    // A refresh resolves once its snapshot is out (or a newer one superseded it): callers such as
+    // setStaticPeers() and the tests route with the result right after.
+    await this.merging;
   }
 
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
@@ -278,7 +281,7 @@ export class SnapshotPublisher {
       const docs = await this.merged(merge.input, merge.key);
       if (seq !== this.publishSeq || this.stopped) return; // superseded while merging: the newer one publishes (reusing this merge if its input is the same)
       this.commit({ ...parts, discovery: docs ?? this.built.snapshot });
-    });
+    }).catch((e: unknown) => this.o.log.error('publishing the snapshot failed', e)); // the chain must never stay rejected
   }
 
   private commit(parts: SnapshotParts & { table: RouteTable }): void {

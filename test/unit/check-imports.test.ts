@@ -85,12 +85,12 @@ test('a stage importing a later stage is reported; the stage order decides, not 
   const problems = checkGraph(
     graph({
       'src/listener/uws.ts': ['src/upstream/forward.ts'],
-      'src/snapshot/publisher.ts': ['src/routing/routetable.ts', 'src/request/accept.ts'],
+      'src/discovery/sync.ts': ['src/routing/routetable.ts', 'src/request/accept.ts'],
       'src/respond/status.ts': ['src/listener/exchange.ts'],
     }),
   );
   assert.deepEqual(problems, [
-    'later stage: src/snapshot/publisher.ts (stage 3 discovery) imports src/routing/routetable.ts (stage 4 routing)',
+    'later stage: src/discovery/sync.ts (stage 3 discovery) imports src/routing/routetable.ts (stage 4 routing)',
     'later stage: src/listener/uws.ts (stage 1 listener) imports src/upstream/forward.ts (stage 5 upstream)',
   ]);
 });
