@@ -12,7 +12,7 @@
 // several runs, so GC pauses do not count); the max/median ratio of ns/char within each length
 // bucket is reported too (it mixes shapes of different cost, so it is not judged).
 //
-//   node --import tsx scripts/fuzz.ts [--inputs N] [--seconds S] [--seed N]
+//   node --import tsx scripts/fuzz.ts [--inputs N] [--seconds S] [--seed N]   (or MVPROXY_FUZZ_SEED=N)
 //
 // Exit status 0 when every check passed within the budget, 1 otherwise (the last line is JSON).
 //
@@ -21,6 +21,7 @@
 import fc from 'fast-check';
 import { newRequestInfo, RequestInfoError } from '../src/request/requestinfo';
 import { negotiateDiscovery } from '../src/request/accept';
+import { fuzzSeed, seedLine } from '../test/support/fuzz-seed';
 
 export interface FuzzOptions {
   /** Total generated inputs across all targets. */
@@ -351,8 +352,9 @@ function arg(name: string, def: number): number {
 if (require.main === module) {
   const inputs = arg('inputs', 1_000_000);
   const seconds = arg('seconds', 300);
-  const seed = arg('seed', Date.now() % 2 ** 31);
-  console.log(`fuzz: RequestInfo and Accept negotiation, ${inputs.toLocaleString('en-US')} inputs, budget ${seconds} s, seed ${seed}`);
+  // --seed N, else MVPROXY_FUZZ_SEED (as the fuzz tests), else a random one; printed either way.
+  const seed = arg('seed', fuzzSeed());
+  console.log(`fuzz: RequestInfo and Accept negotiation, ${inputs.toLocaleString('en-US')} inputs, budget ${seconds} s, ${seedLine(seed)}`);
   const r = runFuzz({ inputs, seconds, seed });
   console.log(`done: ${r.inputs.toLocaleString('en-US')} inputs in ${r.seconds} s (${r.rate.toLocaleString('en-US')}/s)${r.stoppedByBudget ? ' — STOPPED BY THE TIME BUDGET' : ''}`);
   for (const t of r.targets) {

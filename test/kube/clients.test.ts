@@ -11,6 +11,7 @@ import { BIN_DIR, kubectlAs, startControlPlane, type KubeControlPlane } from './
 import { KubeClient } from './support/client';
 import { forEachFrontend, PEER_ONLY } from './support/suite';
 import { kubectlPath } from '../support/kubectl';
+import { eventually, PollTimeout } from '../support/poll';
 
 const CTB = PEER_ONLY.find((k) => k.resource === 'clustertrustbundles')!;
 const HPA = PEER_ONLY.find((k) => k.resource === 'horizontalpodautoscalers')!;
@@ -149,9 +150,11 @@ api.delete(name=sys.argv[4])
 });
 
 async function until(cond: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms: ${what()}`);
-    await new Promise((r) => setTimeout(r, 100));
+  try {
+    await eventually(cond, { what: 'the condition', timeoutMs, intervalMs: 100 });
+  } catch (e) {
+    // what() describes the state at the end (the output so far), not at the start.
+    if (e instanceof PollTimeout) e.message = `timed out after ${timeoutMs} ms: ${what()}`;
+    throw e;
   }
 }

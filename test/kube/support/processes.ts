@@ -6,6 +6,7 @@ import { createWriteStream, existsSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import https from 'node:https';
+import { eventually, GiveUp, PollTimeout } from '../../support/poll';
 
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -120,12 +121,21 @@ export function httpsGet(url: string, tls: TLSClient, headers: Record<string, st
 
 /** Polls until check() returns true, at most timeoutMs; throws with what() on timeout or when proc exits. */
 export async function waitFor(what: () => string, check: () => Promise<boolean>, timeoutMs: number, proc?: Proc): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (proc?.exited()) throw new Error(`${proc.name} exited while waiting: ${what()}\n--- ${proc.logFile} (last 40 lines)\n${tail(proc.log(), 40)}`);
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what()}${proc ? `\n--- ${proc.logFile} (last 40 lines)\n${tail(proc.log(), 40)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
+  const logTail = () => (proc ? `\n--- ${proc.logFile} (last 40 lines)\n${tail(proc.log(), 40)}` : '');
+  try {
+    await eventually(
+      async () => {
+        if (await check()) return true;
+        if (proc?.exited()) throw new GiveUp(`${proc.name} exited while waiting: ${what()}`);
+        return false;
+      },
+      { what: 'the condition', timeoutMs, intervalMs: 250 },
+    );
+  } catch (e) {
+    // what() describes the state at the end; the process's own log says why it never got there.
+    if (e instanceof PollTimeout) e.message = `timed out after ${timeoutMs} ms: ${what()}`;
+    if (e instanceof Error) e.message += logTail();
+    throw e;
   }
 }
 
