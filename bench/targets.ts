@@ -160,7 +160,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
 // ---------------------------------------------------------------- anchors
 
 export interface Anchor {
-  name: 'nginx' | 'haproxy' | 'go';
+  name: 'nginx' | 'haproxy' | 'go' | 'floor';
   version: string;
   proc: Proc;
   port: number;
@@ -292,6 +292,22 @@ backend be
   const proc = startProc('haproxy', bin, ['-db', '-f', join(d, 'haproxy.cfg')], { cpus: pin.server });
   await listening(proc, port);
   return { name: 'haproxy', version: versionOf(bin, ['-v'], /version (\S+)/), proc, port, pids: () => [proc.pid] };
+}
+
+/**
+ * bench/floor-proxy.ts: uWebSockets.js + undici dispatch() and nothing else, on the same Node, with
+ * the image's environment (IMAGE_ENV): the floor mvproxy's design stands on (issue 18).
+ */
+export async function startFloorProxy(backendPort: number, pin: Pinning): Promise<AnchorResult> {
+  const port = await freePort();
+  const proc = startProc('floor-proxy', process.execPath, ['--import', 'tsx', join(__dirname, 'floor-proxy.ts'), String(port), `http://127.0.0.1:${backendPort}`], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
+  try {
+    await proc.waitFor(/"listening"/, 20_000);
+  } catch (e) {
+    await proc.stop('SIGKILL');
+    throw e;
+  }
+  return { name: 'floor', version: `node ${process.version}`, proc, port, pids: () => [proc.pid] };
 }
 
 /** bench/goproxy (net/http/httputil.ReverseProxy), built with `go build` into bench/.build. */

@@ -37,29 +37,29 @@ function liftSurrogate(c: number): number {
   return c;
 }
 
-/** strings.EqualFold(s[a:b], lower), where lower is lower-case ASCII (no 'A'–'Z'). */
+/** strings.EqualFold(s[a:b], lower), where lower is lower-case ASCII (no 'A'–'Z'): 'ſ' (U+017F) folds to 's'. */
 export function equalFoldLower(s: string, a: number, b: number, lower: string): boolean {
-  if (b - a !== lower.length) return false;
-  for (let i = 0; i < lower.length; i++) {
-    const c = s.charCodeAt(a + i);
-    const l = lower.charCodeAt(i);
-    if (c === l) continue;
-    if (c >= 0x41 && c <= 0x5a && c + 0x20 === l) continue;
-    if ((c === 0x212a && l === 0x6b) || (c === 0x17f && l === 0x73)) continue;
-    return false;
-  }
-  return true;
+  return matchesLowerASCII(s, a, b, lower, 0x17f, 0x73);
 }
 
-/** strings.ToLower(s[a:b]) == lower, where lower is lower-case ASCII (no 'A'–'Z'). */
+/** strings.ToLower(s[a:b]) == lower, where lower is lower-case ASCII (no 'A'–'Z'): 'İ' (U+0130) lowers to 'i'. */
 export function toLowerIs(s: string, a: number, b: number, lower: string): boolean {
+  return matchesLowerASCII(s, a, b, lower, 0x130, 0x69);
+}
+
+/**
+ * s[a:b] against lower-case ASCII `lower`, code unit by code unit: equal, an ASCII capital of it, the
+ * Kelvin sign 'K' (U+212A) for 'k' (both EqualFold and ToLower map it), or the one other non-ASCII
+ * letter the caller's Go function maps into ASCII (`other` for `otherLower`).
+ */
+function matchesLowerASCII(s: string, a: number, b: number, lower: string, other: number, otherLower: number): boolean {
   if (b - a !== lower.length) return false;
   for (let i = 0; i < lower.length; i++) {
     const c = s.charCodeAt(a + i);
     const l = lower.charCodeAt(i);
     if (c === l) continue;
     if (c >= 0x41 && c <= 0x5a && c + 0x20 === l) continue;
-    if ((c === 0x212a && l === 0x6b) || (c === 0x130 && l === 0x69)) continue;
+    if ((c === 0x212a && l === 0x6b) || (c === other && l === otherLower)) continue;
     return false;
   }
   return true;

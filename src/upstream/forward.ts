@@ -57,7 +57,8 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   /** The upstream answered a status in o.holdStatuses and the owner takes over: nothing of this answer reaches the client now. */
   private holding = false;
   /** That answer, kept (up to HELD_BODY_MAX) in case it is the client's answer after all. */
-  private held: HeldAnswer = { status: 0, head: { headers: [], contentLength: -1, contentType: '' }, body: [] };
+  /** Made when an answer is held (rare: a local 404 asked of peers), not for every attempt. */
+  private held: HeldAnswer = NOTHING_HELD;
   private heldBytes = 0;
 
   constructor(
@@ -140,8 +141,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (this.o.recordHead) this.noteHead(head);
     if (this.o.holdStatuses?.includes(statusCode)) {
       this.holding = true;
-      this.held.status = statusCode;
-      if (head) this.held.head = head;
+      this.held = { status: statusCode, head: head ?? { headers: [], contentLength: -1, contentType: '' }, body: [] };
       return;
     }
     this.status = statusCode;
@@ -228,6 +228,8 @@ export interface HeldAnswer {
   head: ResponseHead;
   body: Buffer[];
 }
+
+const NOTHING_HELD: HeldAnswer = Object.freeze({ status: 0, head: Object.freeze({ headers: [], contentLength: -1, contentType: '' }), body: [] }) as HeldAnswer;
 
 /** A Status body is well under this; a larger held 404 keeps only its first part (then it is not replayed whole). */
 const HELD_BODY_MAX = 64 * 1024;

@@ -172,14 +172,12 @@ function connectionHeaderNames(tokens: string): Set<string> {
  * writes it itself from the body it sends (writing it twice would corrupt the response).
  */
 export function responseHeadFrom(raw: readonly (Buffer | string)[]): ResponseHead {
+  // One pass, each name turned into a string and lowercased once (issue 18: this ran twice per
+  // header). A Connection header naming other headers is rare: those are dropped afterwards.
   const headers: string[] = [];
   let contentLength = -1;
   let contentType = '';
-  let named: Set<string> | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i].toString('latin1').toLowerCase();
-    if (lower === 'connection') named = connectionHeaderNames(raw[i + 1].toString('latin1'));
-  }
+  let named: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toString('latin1');
     const lower = name.toLowerCase();
@@ -188,9 +186,23 @@ export function responseHeadFrom(raw: readonly (Buffer | string)[]): ResponseHea
       contentLength = Number(value);
       continue;
     }
-    if (HOP_BY_HOP.has(lower) || (named !== undefined && named.has(lower))) continue;
+    if (HOP_BY_HOP.has(lower)) {
+      if (lower === 'connection') named = named === undefined ? value : named + ',' + value;
+      continue;
+    }
     if (lower === 'content-type') contentType = value;
     headers.push(name, value);
   }
+  if (named !== undefined) {
+    const drop = connectionHeaderNames(named);
+    if (drop.size > 0) return withoutNamed(headers, drop, contentLength, drop.has('content-type') ? '' : contentType);
+  }
   return { headers, contentLength, contentType };
+}
+
+/** The head without the headers a Connection header named (RFC 9110 §7.6.1). */
+function withoutNamed(headers: string[], drop: ReadonlySet<string>, contentLength: number, contentType: string): ResponseHead {
+  const kept: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (!drop.has(headers[i]!.toLowerCase())) kept.push(headers[i]!, headers[i + 1]!);
+  return { headers: kept, contentLength, contentType };
 }

@@ -3,7 +3,7 @@
 // front-proxy certificate is presented.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { carriesIdentity, forwardRequestHeaders, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders } from '../../src/upstream/headers';
+import { carriesIdentity, forwardRequestHeaders, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, responseHeadFrom } from '../../src/upstream/headers';
 import { CREDENTIAL_ID_KEY, subjectIdentity } from '../../src/api/identity';
 
 test('headerKeyEscape: Go client-go transport table (non-token bytes and % become %XX, uppercase hex)', () => {
@@ -37,4 +37,15 @@ test('the front-proxy certificate is presented only with identity headers (token
   const cert = forwardRequestHeaders([], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules, identity: { user: 'alice', groups: [] } });
   assert.equal(carriesIdentity(cert, rules), true);
   assert.deepEqual(ownPeerIdentityHeaders(rules), { 'x-auth-user': 'system:apiserver', 'x-auth-group': 'system:authenticated' });
+});
+
+test('responseHeadFrom: hop-by-hop headers and those a Connection header names are dropped; Content-Length and Content-Type are reported', () => {
+  const raw = (...h: string[]) => h.map((x) => Buffer.from(x, 'latin1'));
+  const plain = responseHeadFrom(raw('Content-Type', 'application/json', 'Content-Length', '42', 'Audit-Id', 'a1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked', 'Cache-Control', 'no-cache'));
+  assert.deepEqual(plain, { headers: ['Content-Type', 'application/json', 'Audit-Id', 'a1', 'Cache-Control', 'no-cache'], contentLength: 42, contentType: 'application/json' });
+  // Two Connection headers: both name headers to drop (names in any case), close/keep-alive are not names.
+  const named = responseHeadFrom(raw('X-Trace', 't', 'Connection', 'close, X-Trace', 'Content-Type', 'text/plain', 'x-debug', 'd', 'connection', 'X-DEBUG, content-type', 'Audit-Id', 'a2'));
+  assert.deepEqual(named, { headers: ['Audit-Id', 'a2'], contentLength: -1, contentType: '' });
+  // Connection: keep-alive alone names nothing.
+  assert.deepEqual(responseHeadFrom(raw('Connection', 'keep-alive', 'Etag', '"e"')).headers, ['Etag', '"e"']);
 });
