@@ -11,7 +11,8 @@ import { CONFIG_API_VERSION, CONFIG_KIND, loadConfigFile, mergeConfig } from '..
 import { SECTIONS, SETTINGS, SETTING_TABLE, type Section, type Setting, type SettingKey } from '../config/settings';
 import type { DaemonConfig } from '../config/types';
 import { validateConfig } from '../config/validate';
-import { ValueError, checkChoice, checkDuration, checkStaticPeer, parseGoBool, type StaticPeer } from '../config/values';
+import { ValueError, checkChoice, checkDuration, checkStaticPeer, type StaticPeer } from '../config/values';
+import { parseGoBool } from '../gocompat/strconv';
 import { formatDuration } from '../gocompat/time';
 
 export class FlagError extends Error {

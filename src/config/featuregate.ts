@@ -4,7 +4,8 @@
 // that is not set by name; the result starts from each gate's default. The config file's
 // featureGates map takes the same names.
 
-import { ValueError, parseGoBool } from './values';
+import { ValueError } from './values';
+import { parseGoBool } from '../gocompat/strconv';
 
 /** Known feature gates (Kubernetes semantics: unknown names are errors). */
 export const FEATURE_GATES: Record<string, { default: boolean; preRelease: 'ALPHA' | 'BETA' | 'GA' }> = {

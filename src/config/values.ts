@@ -18,17 +18,8 @@ export class ValueError extends Error {
   }
 }
 
-const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
-
-/** Go strconv.ParseBool (go/src/strconv/atob.go), as pflag parses a boolean flag. */
-export function parseGoBool(v: string): boolean | undefined {
-  return TRUE.has(v) ? true : FALSE.has(v) ? false : undefined;
-}
-
 export function checkPort(n: number): number {
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ValueError('must be an integer from 0 to 65535');
-  return n;
+  return checkInt(n, 0, 65535);
 }
 
 export function checkInt(n: number, min: number, max: number): number {

@@ -282,6 +282,12 @@ function field(o: Obj, key: string): unknown {
   return Object.hasOwn(o, key) ? o[key] : undefined;
 }
 
+/** A field Go leaves at its zero value (nil) when it is absent or null: undefined then, else its value. */
+function present(o: Obj, key: string): unknown {
+  const v = field(o, key);
+  return v === null ? undefined : v;
+}
+
 /** A Go struct value (not a pointer: Go always writes it): an object, or null/absent (the zero struct). */
 function struct(v: unknown, path: string, c: Ctx): Obj {
   if (v === undefined || v === null) {
@@ -303,35 +309,32 @@ function str(o: Obj, key: string, path: string, c: Ctx, always: boolean): string
   throw wrongType(at(path, key), 'a string', v);
 }
 
-function int64(o: Obj, key: string, path: string, _c: Ctx): number | undefined {
-  const v = field(o, key);
+function int64(o: Obj, key: string, path: string): number | undefined {
+  const v = present(o, key);
   if (v === undefined) return undefined;
-  if (v === null) return undefined;
   // Go refuses 1.0 and 1e3 too (strconv.ParseInt on the literal); JSON.parse no longer knows how it was written.
   if (typeof v !== 'number' || !Number.isInteger(v) || v < -(2 ** 63) || v >= 2 ** 63) throw wrongType(at(path, key), 'an int64', v);
   return v;
 }
 
-function bool(o: Obj, key: string, path: string, _c: Ctx): boolean | undefined {
-  const v = field(o, key);
+function bool(o: Obj, key: string, path: string): boolean | undefined {
+  const v = present(o, key);
   if (v === undefined) return undefined;
-  if (v === null) return undefined;
   if (typeof v !== 'boolean') throw wrongType(at(path, key), 'a boolean', v);
   return v;
 }
 
 /** A Go slice: the array, or undefined for null/absent (nil). */
-function array(o: Obj, key: string, path: string, _c: Ctx): unknown[] | undefined {
-  const v = field(o, key);
+function array(o: Obj, key: string, path: string): unknown[] | undefined {
+  const v = present(o, key);
   if (v === undefined) return undefined;
-  if (v === null) return undefined;
   if (!Array.isArray(v)) throw wrongType(at(path, key), 'an array', v);
   return v;
 }
 
 /** []string: elements must be strings (null is ""). */
 function strings(o: Obj, key: string, path: string, c: Ctx): string[] | undefined {
-  const a = array(o, key, path, c);
+  const a = array(o, key, path);
   if (a === undefined) return undefined;
   const out: string[] = new Array(a.length);
   for (let i = 0; i < a.length; i++) {
@@ -347,7 +350,7 @@ function strings(o: Obj, key: string, path: string, c: Ctx): string[] | undefine
 
 /** A slice of structs. */
 function structs<T>(o: Obj, key: string, path: string, c: Ctx, read: (v: Obj, path: string, c: Ctx) => T): T[] | undefined {
-  const a = array(o, key, path, c);
+  const a = array(o, key, path);
   if (a === undefined) return undefined;
   const out: T[] = new Array(a.length);
   for (let i = 0; i < a.length; i++) {
@@ -359,16 +362,15 @@ function structs<T>(o: Obj, key: string, path: string, c: Ctx, read: (v: Obj, pa
 
 /** A pointer to a struct: undefined for null/absent. */
 function pointer<T>(o: Obj, key: string, path: string, c: Ctx, read: (v: Obj, path: string, c: Ctx) => T): T | undefined {
-  const v = field(o, key);
+  const v = present(o, key);
   if (v === undefined) return undefined;
-  if (v === null) return undefined;
   return read(struct(v, at(path, key), c), at(path, key), c);
 }
 
 /** map[string]string. */
 function stringMap(o: Obj, key: string, path: string, c: Ctx): Record<string, string> | undefined {
-  const v = field(o, key);
-  if (v === undefined || v === null) return undefined;
+  const v = present(o, key);
+  if (v === undefined) return undefined;
   if (!isObject(v)) throw wrongType(at(path, key), 'an object', v);
   const out: Record<string, string> = {};
   for (const k of Object.keys(v)) {
@@ -384,10 +386,9 @@ function stringMap(o: Obj, key: string, path: string, c: Ctx): Record<string, st
 }
 
 /** metav1.Time (time.go UnmarshalJSON): null or an RFC 3339 string time.Parse accepts. */
-function time(o: Obj, key: string, path: string, _c: Ctx): string | undefined {
-  const v = field(o, key);
+function time(o: Obj, key: string, path: string): string | undefined {
+  const v = present(o, key);
   if (v === undefined) return undefined;
-  if (v === null) return undefined;
   if (typeof v !== 'string') throw wrongType(at(path, key), 'an RFC 3339 time string', v);
   if (!isRFC3339(v)) throw decodeError(`${at(path, key)}: not an RFC 3339 time: ${quote(v)}`);
   return v;
@@ -429,7 +430,7 @@ function readListMeta(o: Obj, path: string, c: Ctx): Record<string, unknown> {
     const v = str(o, k, path, c, false);
     if (v !== undefined) m[k] = v;
   }
-  const remaining = int64(o, 'remainingItemCount', path, c);
+  const remaining = int64(o, 'remainingItemCount', path);
   if (remaining !== undefined) m['remainingItemCount'] = remaining;
   const shard = pointer(o, 'shardInfo', path, c, (s, p) => ({ selector: str(s, 'selector', p, c, true)! }));
   if (shard !== undefined) m['shardInfo'] = shard;
@@ -451,13 +452,13 @@ function readObjectMeta(o: Obj, path: string, c: Ctx): ObjectMeta {
     const v = str(o, k, path, c, false);
     if (v !== undefined) m[k] = v;
   }
-  const generation = int64(o, 'generation', path, c);
+  const generation = int64(o, 'generation', path);
   if (generation !== undefined) m['generation'] = generation;
-  const created = time(o, 'creationTimestamp', path, c);
+  const created = time(o, 'creationTimestamp', path);
   if (created !== undefined) m['creationTimestamp'] = created;
-  const deleted = time(o, 'deletionTimestamp', path, c);
+  const deleted = time(o, 'deletionTimestamp', path);
   if (deleted !== undefined) m['deletionTimestamp'] = deleted;
-  const grace = int64(o, 'deletionGracePeriodSeconds', path, c);
+  const grace = int64(o, 'deletionGracePeriodSeconds', path);
   if (grace !== undefined) m['deletionGracePeriodSeconds'] = grace;
   for (const k of ['labels', 'annotations']) {
     const v = stringMap(o, k, path, c);
@@ -479,9 +480,9 @@ function readOwnerReference(o: Obj, path: string, c: Ctx): Obj {
     name: str(o, 'name', path, c, true),
     uid: str(o, 'uid', path, c, true),
   };
-  const controller = bool(o, 'controller', path, c);
+  const controller = bool(o, 'controller', path);
   if (controller !== undefined) r['controller'] = controller;
-  const block = bool(o, 'blockOwnerDeletion', path, c);
+  const block = bool(o, 'blockOwnerDeletion', path);
   if (block !== undefined) r['blockOwnerDeletion'] = block;
   return r;
 }
@@ -492,7 +493,7 @@ function readManagedFieldsEntry(o: Obj, path: string, c: Ctx): Obj {
     const v = str(o, k, path, c, false);
     if (v !== undefined) e[k] = v;
   }
-  const t = time(o, 'time', path, c);
+  const t = time(o, 'time', path);
   if (t !== undefined) e['time'] = t;
   const fieldsType = str(o, 'fieldsType', path, c, false);
   if (fieldsType !== undefined) e['fieldsType'] = fieldsType;

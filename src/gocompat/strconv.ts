@@ -1,5 +1,6 @@
-// strconv's integer parsing: a port of go/src/internal/strconv/atoi.go of Go 1.26 (the package
-// strconv re-exports it): ParseInt(s, 10, 64) as a yes/no answer, underscoreOK and lower.
+// strconv's integer and boolean parsing: a port of go/src/internal/strconv/atoi.go of Go 1.26 (the
+// package strconv re-exports it): ParseInt(s, 10, 64) as a yes/no answer, underscoreOK and lower;
+// and go/src/strconv/atob.go ParseBool, as pflag parses a boolean flag (config/).
 //
 // Kubernetes needs only whether a query value is an int64 (DecodeParameters fails on limit= or
 // timeoutSeconds= that is not one, src/request/requestinfo.ts), so parseInt64OK returns that and never
@@ -75,4 +76,12 @@ export function underscoreOK(s: string): boolean {
 /** lower: the lower-case letter for an ASCII letter (other bytes come out changed but never as a letter). */
 export function lower(c: number): number {
   return c | 0x20;
+}
+
+const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
+
+/** strconv.ParseBool (go/src/strconv/atob.go): undefined where Go returns an error. */
+export function parseGoBool(v: string): boolean | undefined {
+  return TRUE.has(v) ? true : FALSE.has(v) ? false : undefined;
 }

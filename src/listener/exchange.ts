@@ -76,7 +76,6 @@ export interface Exchange {
   readonly identity?: Identity;
 }
 
-/** Shared by a listener and the responses it creates. */
 /**
  * Whether a listener drains (shutdown): every response from then on closes its connection. Read
  * from the daemon's lifecycle (lifecycle/state.ts) when the listener is given it, and set by the

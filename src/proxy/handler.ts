@@ -168,7 +168,7 @@ export class ProxyHandler {
    * sent again; a larger or chunked one streams and gets the local answer.
    */
   private notFound(ex: Exchange, r: ProxiedRequest, snap: Snapshot): void {
-    const peers = peersByAddress(snap.table.memberAddresses);
+    const peers = snap.table.distinctMembers;
     const length = ex.body === null ? 0 : contentLength(ex.headers);
     if (peers.length === 0 || length === undefined || length > REPLAY_BODY_MAX) return r.toLocal(false);
     if (ex.body === null) return r.toLocalThenPeers(peers, undefined);
@@ -205,18 +205,6 @@ function readWhole(body: NodeJS.ReadableStream, length: number): Promise<Buffer>
     body.once('end', () => (got === length ? resolve(Buffer.concat(chunks, got)) : reject(new Error('body shorter than its Content-Length'))));
     body.once('error', reject);
   });
-}
-
-/** One server ID per distinct peer address (two IDs behind one listener would be asked twice). */
-function peersByAddress(addresses: ReadonlyMap<string, string>): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const [id, address] of addresses) {
-    if (seen.has(address)) continue;
-    seen.add(address);
-    out.push(id);
-  }
-  return out;
 }
 
 /** /apis, /apis/, /apis/<g>, /apis/<g>/<v>: the discovery paths mvproxy may answer itself. */

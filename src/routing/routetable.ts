@@ -74,6 +74,11 @@ export class RouteTable {
   readonly peerAddresses: ReadonlyMap<string, string>;
   /** Every member's peer listener, routed to or not (RouteTableInput.memberAddresses). */
   readonly memberAddresses: ReadonlyMap<string, string>;
+  /**
+   * The members to ask after a local 404 (proxy/handler.ts notFound): one server ID per distinct
+   * peer listener address (two IDs behind one listener would be asked twice), built once per table.
+   */
+  readonly distinctMembers: readonly string[];
 
   private constructor(groups: Map<string, VersionMap>, groupVersions: Map<string, Map<string, GroupVersionRoute>>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>, memberAddresses: ReadonlyMap<string, string>) {
     this.groups = groups;
@@ -82,6 +87,7 @@ export class RouteTable {
     this.size = size;
     this.peerAddresses = peerAddresses;
     this.memberAddresses = memberAddresses;
+    this.distinctMembers = distinctMembers(memberAddresses);
     Object.freeze(this);
   }
 
@@ -190,4 +196,15 @@ export function forEachServedGVR(groups: readonly APIGroupDiscovery[], fn: (grou
 /** The groups of an `/api` plus an `/apis` aggregated document, as one server's discovery. */
 export function serverDiscoveryOf(api: APIGroupDiscoveryList | undefined, apis: APIGroupDiscoveryList | undefined): ServerDiscovery {
   return { groups: [...(api?.items ?? []), ...(apis?.items ?? [])] };
+}
+
+function distinctMembers(addresses: ReadonlyMap<string, string>): readonly string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const [id, address] of addresses) {
+    if (seen.has(address)) continue;
+    seen.add(address);
+    out.push(id);
+  }
+  return Object.freeze(out);
 }

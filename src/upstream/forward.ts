@@ -43,13 +43,6 @@ export interface AttemptOwner {
   attemptHeld(held: HeldAnswer): void;
 }
 
-/** Sends one attempt of `ex` to `upstream`; its outcome goes to `owner`. */
-export function forward(ex: Exchange, upstream: Dispatcher, o: ForwardOptions, owner: AttemptOwner): ForwardHandler {
-  const h = new ForwardHandler(ex, o, owner);
-  h.dispatch(upstream);
-  return h;
-}
-
 export class ForwardHandler implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private status = 0;
@@ -90,11 +83,6 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
       },
       this,
     );
-  }
-
-  /** True once the exchange ended (successfully or not). */
-  get done(): boolean {
-    return this.finished;
   }
 
   /** With o.recordHead: performance.now() when the upstream's response head arrived, and its Audit-Id. */

@@ -7,7 +7,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { createCA } from '../../src/pki/throwaway';
 import { createPool } from '../../src/upstream/pools';
-import { forward } from '../../src/upstream/forward';
+import { ForwardHandler } from '../../src/upstream/forward';
 import type { Exchange } from '../../src/listener/exchange';
 
 describe('upstream pools against a server that offers h2 and http/1.1 (as kube-apiserver)', () => {
@@ -63,7 +63,7 @@ describe('upstream pools against a server that offers h2 and http/1.1 (as kube-a
           onDrain: null,
         },
       } as unknown as Exchange;
-      forward(ex, pool, { headers: ['accept', '*/*'], longRunning: false, requestTimeoutMs: 5000 }, { attemptDone: () => undefined, attemptFailed: (e) => reject(e), attemptHeld: () => reject(new Error('nothing is held')) });
+      new ForwardHandler(ex, { headers: ['accept', '*/*'], longRunning: false, requestTimeoutMs: 5000 }, { attemptDone: () => undefined, attemptFailed: (e) => reject(e), attemptHeld: () => reject(new Error('nothing is held')) }).dispatch(pool);
     });
     await pool.close();
     assert.equal(versions.at(-1), '1.1');
