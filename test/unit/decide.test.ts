@@ -103,3 +103,8 @@ test('peers are sorted by server ID and a GVR listed twice by a peer counts once
   const t = RouteTable.build({ synced: true, local: { groups: [] }, peers: new Map([['z', { address: '127.0.0.1:2', groups: doc }], ['a', { address: '[::1]:3', groups: doc }]]) });
   assert.deepEqual(t.lookup('x.io', 'v1', 'foos')!.peers, ['a', 'z']);
 });
+
+test('distinctMembers: one server ID per distinct peer listener address (two IDs behind one listener are asked once after a local 404)', () => {
+  const t = RouteTable.build({ synced: true, local: { groups: [] }, peers: new Map(), memberAddresses: new Map([['b', '10.0.0.2:6445'], ['b-old', '10.0.0.2:6445'], ['c', '10.0.0.3:6445']]) });
+  assert.deepEqual(t.distinctMembers, ['b', 'c']);
+});

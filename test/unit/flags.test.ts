@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { FlagError, attributeName, configFromCommand, configFromFlags, daemonFlags, normalizeArgs } from '../../src/cli/flags';
 import { parseFeatureGates } from '../../src/config/featuregate';
 import { defaultServerID } from '../../src/config/serverid';
-import { SETTINGS } from '../../src/config/settings';
+import { SECTIONS, SETTINGS } from '../../src/config/settings';
 import { DEFAULTS, type DaemonConfig } from '../../src/config/types';
 import { InvalidConfigError, validateConfig } from '../../src/config/validate';
 import { formatDuration, goDurationMs } from '../../src/gocompat/time';
@@ -195,4 +195,16 @@ test('configFromFlags: flag values only, from commander options', () => {
   const c = configFromFlags(p.opts());
   assert.equal(c.securePort, 7000);
   assert.deepEqual(c.staticPeers, [{ id: 'b', address: 'h:1' }]);
+});
+
+test('--help groups the flags into sections as kube-apiserver does, in SECTIONS order, each flag under its own section', () => {
+  const help = daemonFlags(new Command('mvproxy')).helpInformation();
+  const headings = [...help.matchAll(/^(\S[^\n]*) flags:$/gm)].map((m) => m[1]);
+  assert.deepEqual(headings.slice(0, SECTIONS.length), [...SECTIONS], 'every section, in order');
+  for (const s of SETTINGS) {
+    const start = help.indexOf(`\n${s.section} flags:\n`);
+    const next = help.indexOf(' flags:\n', start + s.section.length + 9);
+    const block = help.slice(start, next === -1 ? undefined : next);
+    assert.ok(block.includes(`--${s.flag} `) || block.includes(`--${s.flag}\n`), `--${s.flag} is under "${s.section} flags:"`);
+  }
 });

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { lower, parseInt64OK, underscoreOK } from '../../src/gocompat/strconv';
+import { lower, parseGoBool, parseInt64OK, underscoreOK } from '../../src/gocompat/strconv';
 
 const PARSE_INT64_TESTS: [string, boolean][] = [
   ['', false],
@@ -111,4 +111,27 @@ test('lower: ASCII letters to lower case, no other character becomes a letter', 
     const l = lower(c);
     assert.equal(l >= 0x61 && l <= 0x7a, isLetter, c.toString(16));
   }
+});
+
+test('parseGoBool: Go atob_test.go atobtests (undefined where Go returns ErrSyntax)', () => {
+  const table: [string, boolean | undefined][] = [
+    ['', undefined],
+    ['asdf', undefined],
+    ['0', false],
+    ['f', false],
+    ['F', false],
+    ['FALSE', false],
+    ['false', false],
+    ['False', false],
+    ['1', true],
+    ['t', true],
+    ['T', true],
+    ['TRUE', true],
+    ['true', true],
+    ['True', true],
+    // not in Go's table, but what ParseBool's switch gives: mixed case other than Title is an error
+    ['tRUE', undefined],
+    ['yes', undefined],
+  ];
+  for (const [in_, want] of table) assert.equal(parseGoBool(in_), want, JSON.stringify(in_));
 });

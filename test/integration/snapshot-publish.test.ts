@@ -1,0 +1,124 @@
+// The publisher's one rule about publication (src/snapshot/publisher.ts, docs/architecture.md):
+// the route table and the discovery documents merged from the same views go out together, in one
+// snapshot. When the merge input changed, the table waits for the merge; a merge that takes longer
+// than MERGE_WAIT_MS does not hold routing back: the table goes out with the previous documents.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { Pool } from 'undici';
+import { SnapshotPublisher } from '../../src/snapshot/publisher';
+import { DiscoveryMerger, type DiscoveryMergeInput } from '../../src/discovery/merger';
+import { SnapshotHolder } from '../../src/snapshot/holder';
+import { Metrics } from '../../src/observability/metrics';
+import { createLogger } from '../../src/observability/log';
+import type { PeerPools } from '../../src/upstream/pools';
+import { CORE_API, V133_APIS, V137_APIS } from '../support/discovery-bodies';
+import { eventually } from '../support/poll';
+
+const AGG = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+
+/** A merger whose builds wait until the test opens the gate. */
+class GatedMerger extends DiscoveryMerger {
+  builds = 0;
+  private open: () => void = () => undefined;
+  private gate: Promise<void> = Promise.resolve();
+  hold(): void {
+    this.gate = new Promise((r) => (this.open = r));
+  }
+  release(): void {
+    this.open();
+    this.gate = Promise.resolve();
+  }
+  override async build(input: DiscoveryMergeInput) {
+    this.builds++;
+    await this.gate;
+    return super.build(input);
+  }
+}
+
+async function fakeApiserver(apis: { body: Buffer }) {
+  const server = http.createServer((req, res) => {
+    const body = req.url === '/api' ? CORE_API : req.url === '/apis' ? apis.body : undefined;
+    if (!body) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': AGG }).end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return { address: `127.0.0.1:${port}`, url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+describe('the snapshot publisher publishes table and documents together', () => {
+  const peerApis = { body: V133_APIS };
+  let local: Awaited<ReturnType<typeof fakeApiserver>>;
+  let peer: Awaited<ReturnType<typeof fakeApiserver>>;
+  let localPool: Pool;
+  let peerPool: Pool;
+  let publisher: SnapshotPublisher;
+  const merger = new GatedMerger({ inline: true });
+  const snapshots = new SnapshotHolder();
+  const workloads = () => snapshots.current.table.lookup('scheduling.k8s.io', 'v1beta1', 'workloads')?.peers;
+
+  before(async () => {
+    local = await fakeApiserver({ body: V133_APIS });
+    peer = await fakeApiserver(peerApis);
+    localPool = new Pool(local.url);
+    peerPool = new Pool(peer.url);
+    publisher = new SnapshotPublisher({
+      local: localPool,
+      peerPools: { get: () => peerPool, retain: () => undefined } as unknown as PeerPools,
+      snapshots,
+      localID: 'local',
+      peers: () => [{ id: 'peer-1', address: peer.address }],
+      merger,
+      refreshIntervalMs: 3_600_000,
+      peerGraceMs: 60_000,
+      fetchTimeoutMs: 10_000,
+      metrics: new Metrics(),
+      log: createLogger(0, 'json', () => undefined),
+    });
+    await publisher.refresh();
+  });
+  after(async () => {
+    merger.release();
+    await publisher.stop();
+    await localPool.close();
+    await peerPool.close();
+    await local.close();
+    await peer.close();
+  });
+
+  test('while the merge of a changed input runs, the previous table stays published; then both change in one publication', async () => {
+    const before = snapshots.current;
+    assert.ok(before.discovery, 'the first snapshot has its documents');
+    assert.equal(workloads(), undefined, 'the v1.33 peer serves no workloads');
+
+    merger.hold();
+    peerApis.body = V137_APIS; // the peer restarted as v1.37: it now serves workloads
+    const builds = merger.builds;
+    const refreshed = publisher.refresh();
+    await eventually(() => merger.builds > builds, { what: 'the merge of the new input started', timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(snapshots.current, before, 'nothing is published while the documents are being merged');
+    assert.equal(workloads(), undefined);
+
+    merger.release();
+    await refreshed;
+    const after = snapshots.current;
+    assert.equal(after.generation, before.generation + 1, 'one publication');
+    assert.deepEqual(workloads(), ['peer-1'], 'the new table routes workloads to the peer');
+    assert.notEqual(after.discovery, before.discovery, 'and carries the documents merged from the same views');
+    assert.ok(after.discovery!.counts.resources > before.discovery!.counts.resources);
+  });
+
+  test('a merge slower than MERGE_WAIT_MS (5 s) does not hold routing back: the table goes out with the previous documents', async () => {
+    const before = snapshots.current;
+    merger.hold();
+    peerApis.body = V133_APIS; // and back: workloads leave
+    const refreshed = publisher.refresh();
+    await eventually(() => workloads() === undefined, { what: 'the table published without waiting for the merge', timeoutMs: 8_000, intervalMs: 100 });
+    assert.equal(snapshots.current.discovery, before.discovery, 'with the previous documents');
+    merger.release();
+    await refreshed;
+    await eventually(() => snapshots.current.discovery !== before.discovery, { what: 'the documents follow once the merge ends', timeoutMs: 5_000 });
+  });
+});
