@@ -17,10 +17,10 @@ import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
 import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
 import type { TLSSocket } from 'node:tls';
-import { listenUWS, loadUWS } from './listener/uws';
-import type { RunningListener } from './listener/exchange';
+import { listenPeerUWS, listenUWS, loadUWS, type UwsPeerListener } from './listener/uws';
+import type { Exchange, RunningListener } from './listener/exchange';
 import { webSocketDialer } from './upstream/websocket';
-import { chooseFrontend } from './listener/frontend';
+import { chooseFrontend, choosePeerFrontend } from './listener/frontend';
 import { Tunnels, tunnelUpgrade } from './upstream/upgrade';
 import { HealthChecks, ping } from './observability/healthz';
 import { routesReport } from './observability/routes';
@@ -43,6 +43,8 @@ export interface Daemon {
   readonly peerPort: number;
   readonly metricsPort: number;
   readonly frontend: 'uws' | 'node';
+  /** The peer listener's front end (listener/frontend.ts choosePeerFrontend); node when the proxy is off. */
+  readonly peerFrontend: 'uws' | 'node';
   /** The published snapshot (route table, discovery documents, exclusions, peer addresses). */
   readonly snapshots: SnapshotHolder;
   readonly lifecycle: Lifecycle;
@@ -166,6 +168,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   let clientPort: number;
   let clientServer: https.Server | undefined;
   let peerServer: https.Server | undefined;
+  let peerUWS: UwsPeerListener | undefined;
   if (choice.frontend === 'uws') {
     try {
       const l = await listenUWS(choice.uws, {
@@ -205,24 +208,45 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     if (!cert || !key || !clientCA) {
       throw new ConfigError('the peer listener needs a serving certificate (--peer-tls-cert-file/--peer-tls-private-key-file or --tls-cert-file/--tls-private-key-file) and --requestheader-client-ca-file');
     }
-    const l = await listenPeer({
-      host: config.peerBindAddress,
-      port: config.peerPort,
-      cert,
-      key,
-      clientCA,
-      policy,
-      allowedNames: config.requestheaderAllowedNames,
-      onRequest: (ex) => handler.handlePeer(ex),
-      lifecycle,
-      onRejected: (ex, why) => {
-        log.info(2, 'peer request rejected', { remote: ex.remoteAddress, reason: why });
-        writeStatus(ex, 'MVP_ERR_PEER_UNAUTHORIZED');
-      },
-    });
-    listeners.push(l);
-    peerPort = l.port;
-    peerServer = l.server as https.Server;
+    const onRejected = (ex: Exchange, why: string) => {
+      log.info(2, 'peer request rejected', { remote: ex.remoteAddress, reason: why });
+      writeStatus(ex, 'MVP_ERR_PEER_UNAUTHORIZED');
+    };
+    const peerChoice = choosePeerFrontend(frontend, policy.minVersion);
+    if (peerChoice.frontend === 'uws' && choice.frontend === 'uws') {
+      const l = await listenPeerUWS(choice.uws, {
+        host: config.peerBindAddress,
+        port: config.peerPort,
+        files: { certFile: (config.peerTLSCertFile ?? config.tlsCertFile)!, keyFile: (config.peerTLSPrivateKeyFile ?? config.tlsPrivateKeyFile)!, caFile: config.requestheaderClientCAFile! },
+        ciphers: policy.ciphers,
+        allowedNames: config.requestheaderAllowedNames,
+        onRequest: (ex) => handler.handlePeer(ex),
+        onRejected,
+        // Upgrades between peers are not proxied (in-tree they would arrive without identity, docs/kubernetes-mvp.md §2.3).
+        onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_PEER_UPGRADE'),
+        lifecycle,
+      });
+      listeners.push(l);
+      peerPort = l.port;
+      peerUWS = l;
+    } else {
+      const l = await listenPeer({
+        host: config.peerBindAddress,
+        port: config.peerPort,
+        cert,
+        key,
+        clientCA,
+        policy,
+        allowedNames: config.requestheaderAllowedNames,
+        onRequest: (ex) => handler.handlePeer(ex),
+        lifecycle,
+        onRejected,
+      });
+      listeners.push(l);
+      peerPort = l.port;
+      peerServer = l.server as https.Server;
+    }
+    log.info(0, `peer listener front end: ${peerChoice.frontend === 'uws' ? 'uWebSockets.js' : 'node:https'}`, { frontend: peerChoice.frontend, reason: peerChoice.reason });
   }
 
   const health = new HealthChecks({ log });
@@ -248,7 +272,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   addPeerChecks(peering?.peers() ?? []);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
-  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, clientServer, local: [localPool, localPlainPool], localTLS });
+  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, local: [localPool, localPlainPool], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();
@@ -268,6 +292,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     peerPort,
     metricsPort: ops.port,
     frontend,
+    peerFrontend: peerUWS ? 'uws' : 'node',
     snapshots,
     lifecycle,
     publisher,

@@ -6,6 +6,7 @@ import { tlsPolicy } from '../config/tls-policy';
 import type https from 'node:https';
 import type { DaemonConfig, Frontend } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
+import type { UwsPeerListener } from '../listener/uws';
 import type { Logger } from '../observability/log';
 import { readFileSync } from 'node:fs';
 import type { CertificateInUse } from '../observability/metrics';
@@ -17,8 +18,9 @@ export interface CertReloadTargets {
   /** Peer mTLS client material (mutated in place, then PeerPools.setTLS). */
   peerPools?: PeerPools;
   peerTLS?: TLSFiles;
-  /** The peer listener. */
+  /** The peer listener: node:https, or uWS (reloaded by listening anew, listener/uws.ts). */
   peerServer?: https.Server;
+  peerUWS?: UwsPeerListener;
   /** The node front end's client listener, when it serves TLS. */
   clientServer?: https.Server;
   frontend: Frontend;
@@ -48,15 +50,21 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
       },
     });
   }
-  if (t.peerServer) {
+  if (t.peerServer || t.peerUWS) {
     const server = t.peerServer;
+    const uwsListener = t.peerUWS;
     specs.push({
       name: 'peer-serving',
       certFile: c.peerTLSCertFile ?? c.tlsCertFile,
       keyFile: c.peerTLSPrivateKeyFile ?? c.tlsPrivateKeyFile,
       caFile: c.requestheaderClientCAFile,
       pairTrustFile: c.peerCAFile,
-      apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca, ...policy }),
+      apply: (m) => {
+        if (server) server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca, ...policy });
+        else if (uwsListener && m.cert && m.key && m.ca) {
+          uwsListener.reload({ cert: m.cert, key: m.key, ca: m.ca }).catch((e: unknown) => t.log.error('the peer listener kept its previous certificate: the new one could not be served', e));
+        }
+      },
     });
   }
   if (t.local && t.localTLS) {

@@ -51,6 +51,18 @@ export function chooseFrontend(setting: FrontendSetting, needs: FrontendNeeds, l
   return { frontend: 'uws', uws, reason: `uWebSockets.js loaded (Node ${process.version}, ABI ${abi}${needs.clientCertificates ? ', client certificates readable' : ''})` };
 }
 
+/**
+ * The peer listener's front end: uWS when the client listener is uWS and this build can read the
+ * peers' client certificates (and the TLS floor is uSockets' own, 1.2); else node:https. uWS costs
+ * about half as much per proxied request (bench: peer/get, B 142 → see bench/README.md).
+ */
+export function choosePeerFrontend(client: 'uws' | 'node', tlsMinVersion: string, abi = Number(process.versions.modules)): { frontend: 'uws' | 'node'; reason: string } {
+  if (client !== 'uws') return { frontend: 'node', reason: 'the client listener is node:http' };
+  if (!uwsReadsClientCertificates(abi)) return { frontend: 'node', reason: `the uWebSockets.js build for Node ABI ${abi} cannot read the peers' client certificates` };
+  if (tlsMinVersion !== 'TLSv1.2') return { frontend: 'node', reason: '--tls-min-version other than VersionTLS12 cannot be applied by uWebSockets.js' };
+  return { frontend: 'uws', reason: 'uWebSockets.js reads client certificates on this build' };
+}
+
 export function uwsReadsClientCertificates(abi = Number(process.versions.modules)): boolean {
   return abi >= FIRST_ABI_WITH_CLIENT_CERTIFICATES;
 }

@@ -2,7 +2,8 @@
 // listener is node:http2 with HTTP/1.1 beside it (ALPN h2, http/1.1), as kube-apiserver offers
 // both: client-go speaks HTTP/2 by default, and upgrades (exec/attach/port-forward) need HTTP/1.1.
 //
-// The peer listener is always node:https with requestCert: a peer must present a client
+// The peer listener here is node:https with requestCert (uws.ts listenPeerUWS serves it on the uWS
+// front end when that build reads client certificates): a peer must present a client
 // certificate that verifies against --requestheader-client-ca-file (else the TLS handshake fails)
 // and whose CN is in --requestheader-allowed-names, an empty list allowing any CN from that CA
 // (else 401 Status), exactly as kube-apiserver's request-header authenticator (docs/kubernetes-mvp.md §2.5).
@@ -17,6 +18,7 @@ import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } 
 import { NodeExchange } from './node-http';
 import { subjectIdentity, type Identity } from '../api/identity';
 import { answerStatus } from './answer';
+import { peerCertificateProblem } from './peer-auth';
 
 export interface NodeListenerOptions {
   host: string;
@@ -140,11 +142,7 @@ export function certificateIdentity(sock: TLSSocket): Identity | null {
 }
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {
-  if (!sock.authorized) return `client certificate not verified: ${String(sock.authorizationError)}`;
-  if (allowed.size === 0) return null;
-  const cn = sock.getPeerCertificate().subject?.CN;
-  const names = Array.isArray(cn) ? cn : cn ? [cn] : [];
-  return names.some((n) => allowed.has(n)) ? null : `client certificate CN ${JSON.stringify(names.join(','))} is not in --requestheader-allowed-names`;
+  return peerCertificateProblem(sock.authorized, String(sock.authorizationError), sock.authorized ? sock.getPeerCertificate().subject?.CN : undefined, allowed);
 }
 
 export interface NodeRunningListener extends RunningListener {

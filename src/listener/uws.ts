@@ -8,7 +8,10 @@
 // - uWS holds status and headers until the first body byte, so a JSON watch with no event yet gets
 //   one space (JSON decoders skip whitespace between values) to make its 200 reach the client now.
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import net from 'node:net';
 import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
@@ -19,6 +22,7 @@ import type { ErrorCode } from '../api/errors';
 import { FramingCheck, expectationRefusal } from './framing';
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
+import { peerCertificateProblem } from './peer-auth';
 
 type UWS = typeof import('uwebsockets');
 
@@ -76,9 +80,12 @@ export class UwsResponse implements ClientResponse {
   /** Set when the connection must close after this response whatever it says (a refused upgrade). */
   closeAfter = false;
 
-  /** True once the status line went to the client (uWS holds it until the first body byte). */
+  /**
+   * True once the status line went to the client (uWS holds it until the first body byte), or a
+   * body chunk is queued for it (coalesce): the response is committed either way.
+   */
   get headersSent(): boolean {
-    return this.headWritten;
+    return this.headWritten || this.queued !== null;
   }
 
   /** uWS forbids any use of the response after it ended or was aborted. */
@@ -112,8 +119,78 @@ export class UwsResponse implements ClientResponse {
     for (let i = 0; i < h.length; i += 2) if (h[i] !== 'connection' && !isDate(h[i])) res.writeHeader(h[i], h[i + 1]);
   }
 
+  /**
+   * Body chunks of this event-loop turn not yet handed to uWS, and their bytes. A TLS upstream (the
+   * peer hop) hands its body over one 16 KiB record at a time, each its own callback: written one
+   * by one, a 100 KiB LIST left through 14 sendto calls (bench/syscalls.ts, peer/list). Queued and
+   * written once per turn (flushQueued, setImmediate), it goes in one piece, and keeps its
+   * Content-Length when it arrived whole within the turn (TRYEND_STREAMS_RELIABLY).
+   */
+  private queued: Buffer[] | null = null;
+  private queuedBytes = 0;
+  /** Body bytes handed to write() so far (queued or written). */
+  private bodyBytes = 0;
+  /** write() returned false for the queue's size: onDrain is owed once it is written. */
+  private owesDrain = false;
+
   write(chunk: Buffer): boolean {
     if (this.aborted || this.done) return true;
+    this.bodyBytes += chunk.length;
+    const total = this.head!.contentLength;
+    if (chunk.length > COALESCE_CHUNK_MAX_BYTES) {
+      // A plain socket's read (up to 64 KiB): already large; copying it into a bigger piece cost
+      // more than the sendto it saves (local LIST, measured: 161 → 230 µs/req).
+      if (this.queued !== null && !this.flush()) {
+        this.writeNow(chunk);
+        this.owesDrain = true;
+        return false;
+      }
+      return this.writeNow(chunk);
+    }
+    if (this.queued === null) {
+      // The common answer (a GET: the whole known-length body in one chunk) goes out now.
+      if (total >= 0 && this.bodyBytes >= total) return this.writeNow(chunk);
+      this.queued = [chunk];
+      this.queuedBytes = chunk.length;
+      toFlush.push(this);
+      if (!flushArmed) {
+        flushArmed = true;
+        setImmediate(flushQueued);
+      }
+    } else {
+      this.queued.push(chunk);
+      this.queuedBytes += chunk.length;
+    }
+    // The whole body is here: no reason to wait for the turn to end.
+    if (total >= 0 && this.bodyBytes >= total) return this.flush();
+    if (this.pending === null && this.queuedBytes < COALESCE_MAX_BYTES) return true;
+    this.owesDrain = true;
+    return false;
+  }
+
+  /** Writes what write() queued, in one piece. false = not all of it went out (onDrain follows). */
+  flush(): boolean {
+    const q = this.queued;
+    if (q === null) return true;
+    this.queued = null;
+    if (this.aborted || this.done) return true;
+    const chunk = q.length === 1 ? q[0]! : Buffer.concat(q, this.queuedBytes);
+    this.queuedBytes = 0;
+    const ok = this.writeNow(chunk);
+    if (ok && this.owesDrain) {
+      this.owesDrain = false;
+      this.onDrain?.();
+    }
+    return ok;
+  }
+
+  private writeNow(chunk: Buffer): boolean {
+    if (this.pending !== null) {
+      // Still waiting for the client (onWritable): a known-length body went out by tryEnd and
+      // cannot take more until the rest of the previous piece is out; this one waits behind it.
+      this.pending = Buffer.concat([this.pending, chunk]);
+      return false;
+    }
     let ok = true;
     if (!TRYEND_STREAMS_RELIABLY && !this.headWritten && chunk.length < this.head!.contentLength) this.head = { ...this.head!, contentLength: -1 };
     const total = this.head!.contentLength;
@@ -155,11 +232,13 @@ export class UwsResponse implements ClientResponse {
       if (!sent && !finished) return false;
       this.pending = null;
     }
+    this.owesDrain = false;
     this.onDrain?.();
     return true;
   }
 
   end(): void {
+    if (this.queued !== null) this.flush();
     if (this.aborted || this.done) return;
     if (this.closing()) {
       this.res.cork(() => this.endClosing(undefined));
@@ -213,10 +292,30 @@ export class UwsResponse implements ClientResponse {
   requestBodyPaused: (() => void) | null = null;
 
   destroy(): void {
+    this.queued = null;
     if (this.aborted) return;
     this.aborted = true;
     this.res.close();
   }
+}
+
+/**
+ * A response may queue this many body bytes within one turn before write() asks its upstream to
+ * pause until the queue is written: 16 TLS records, four 64 KiB socket reads. The queue never
+ * outlives the turn, and a slow client's backpressure still reaches the upstream (onWritable).
+ */
+const COALESCE_MAX_BYTES = 256 * 1024;
+/** Only chunks up to one TLS record (16 KiB, what node:tls hands over per callback) are queued. */
+const COALESCE_CHUNK_MAX_BYTES = 16 * 1024;
+
+/** Responses with queued body chunks, written once per turn by one setImmediate for them all. */
+let toFlush: UwsResponse[] = [];
+let flushArmed = false;
+function flushQueued(): void {
+  const list = toFlush;
+  toFlush = [];
+  flushArmed = false;
+  for (const r of list) r.flush();
 }
 
 /** `Date` in any case, without lowercasing every header name on the hot path. */
@@ -243,6 +342,8 @@ class UwsExchange implements Exchange {
   upgrade = false;
   readonly refusal: ErrorCode | undefined;
   readonly identity?: Identity;
+  /** Peer listener (listenPeerUWS): why this connection's certificate may not use it, or null. */
+  peerProblem: string | null = null;
 
   constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, clientCertificates: boolean) {
     this.method = req.getCaseSensitiveMethod();
@@ -271,7 +372,10 @@ class UwsExchange implements Exchange {
     res.onAborted(() => {
       this.res.aborted = true;
       this.clientClosed = true;
-      if (this.body && !this.body.readableEnded) this.body.destroy(new Error('client aborted the request'));
+      // With an error only for a reader that listens: an 'error' nobody listens to is thrown, and
+      // a body not read yet (its answer deferred to the next turn, routeAll) would end the process.
+      const body = this.body;
+      if (body && !body.readableEnded) body.destroy(body.listenerCount('error') > 0 ? new Error('client aborted the request') : undefined);
       const cb = this.onClientClose;
       this.onClientClose = null;
       if (cb) cb();
@@ -379,11 +483,16 @@ async function explicitPort(host: string, port: number): Promise<number> {
   return p;
 }
 
-type Callbacks = Pick<UwsListenerOptions, 'onRequest' | 'onUpgradeRefused'>;
+interface Callbacks {
+  onRequest(ex: UwsExchange): void;
+  onUpgradeRefused(ex: UwsExchange): void;
+}
 interface CallbackHolder extends WebSocketRouteHolder {
   cb: Callbacks | null;
   /** The listener verifies client certificates (ca_file_name): read each request's. */
   readonly clientCertificates: boolean;
+  /** Peer listener: why the request's connection may not use it (null: it may). */
+  readonly peerProblem?: (res: HttpResponse) => string | null;
 }
 
 /**
@@ -430,22 +539,26 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       return;
     }
     const ex = new UwsExchange(res, req, holder.state, holder.clientCertificates);
-    if (ex.refusal !== undefined) {
-      // Answered on the next turn, not now: this uWS build goes on parsing the bytes after the head
-      // (with two Content-Length fields, as the next request: a smuggled one) even after an
-      // end(…, closeConnection). With the answer pending, it aborts the connection instead when
-      // more bytes follow (measured), so nothing hidden is ever handed to us; otherwise the 400/501
-      // goes out and the connection closes.
+    if (holder.peerProblem) ex.peerProblem = holder.peerProblem(res);
+    // A refused request and a refused upgrade are answered on the next turn, not now: this uWS
+    // build goes on parsing the bytes after the head (with two Content-Length fields, or behind an
+    // upgrade, as the next request: a smuggled one) even after an end(…, closeConnection); a
+    // request pipelined behind a refused upgrade reached the peer listener's handler (measured,
+    // test/security/peer-listener.test.ts). With the answer pending, uWS aborts the connection
+    // instead when more bytes follow, so nothing hidden is ever handed to us (issue 19); otherwise
+    // the Status goes out and the connection closes. The peer listener's refusal of a connection
+    // without a certificate goes the same way.
+    if (ex.refusal !== undefined || ex.peerProblem === NO_PEER_CERTIFICATE) {
       setImmediate(() => {
         if (!ex.clientClosed) cb.onRequest(ex);
       });
     } else if (ex.upgrade) {
-      // Not a WebSocket upgrade (those take the ws route): refused, and the connection closed, so
-      // nothing the client sends next (SPDY frames, a smuggled request) is read (issue 19).
+      // Not a WebSocket upgrade (those take the ws route, where there is one).
       ex.res.closeAfter = true;
-      cb.onUpgradeRefused(ex);
-    }
-    else cb.onRequest(ex);
+      setImmediate(() => {
+        if (!ex.clientClosed) cb.onUpgradeRefused(ex);
+      });
+    } else cb.onRequest(ex);
   });
 }
 
@@ -486,4 +599,130 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
       });
     });
   });
+}
+
+export interface UwsPeerListenerOptions {
+  host: string;
+  port: number;
+  /** Serving pair (peers check it as kubernetes.default.svc) and --requestheader-client-ca-file, as files: uSockets reads them. */
+  files: UwsPeerFiles;
+  ciphers?: string;
+  /** --requestheader-allowed-names; empty = any CN signed by the CA. */
+  allowedNames: readonly string[];
+  onRequest(ex: Exchange): void;
+  /** A request whose connection presented no certificate, or one whose CN is not allowed: answered 401. */
+  onRejected(ex: Exchange, why: string): void;
+  /** Every upgrade (WebSocket too: no WebSocket route here); the connection closes after the answer. */
+  onUpgradeRefused(ex: Exchange): void;
+  lifecycle?: { readonly draining: boolean };
+}
+
+export interface UwsPeerFiles {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+}
+
+export interface UwsPeerListener extends RunningListener {
+  /**
+   * New connections get the pair and CA now in these files; open ones keep theirs, as node's
+   * setSecureContext does. uSockets cannot swap an app's context (and this build's SNI contexts
+   * hung every handshake, measured), so a new app listens on the same port beside the old one
+   * (uSockets sets SO_REUSEPORT: no moment without a listener), then the old one stops accepting.
+   * Each app keeps its native route (~0.5 MiB, routeAll), once per certificate rotation.
+   */
+  reload(material: { cert: Buffer; key: Buffer; ca: Buffer }): Promise<void>;
+}
+
+const NO_PEER_CERTIFICATE = peerCertificateProblem(false, 'no client certificate', undefined, new Set())!;
+
+/** The peer listener on uWS (daemon.ts picks it with choosePeerFrontend); listen-node.ts listenPeer is its node twin. */
+export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promise<UwsPeerListener> {
+  const port = await explicitPort(o.host, o.port);
+  const allowed = new Set(o.allowedNames);
+  // By certificate PEM (uWS gives it per request): parsing one costs ~30 µs, a lookup well under 1.
+  const verdicts = new Map<string, string | null>();
+  const peerProblem = (res: HttpResponse): string | null => {
+    // uSockets with ca_file_name fails the handshake of a certificate that does not verify, and
+    // lets a connection without one through: refused here, per request, as node's listener does.
+    const pem = (res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.();
+    if (!pem) return NO_PEER_CERTIFICATE;
+    let why = verdicts.get(pem);
+    if (why === undefined) {
+      try {
+        why = peerCertificateProblem(true, '', new X509Certificate(pem).toLegacyObject().subject?.CN, allowed);
+      } catch (e) {
+        why = `client certificate unreadable: ${(e as Error).message}`;
+      }
+      if (verdicts.size >= CERT_CACHE_MAX) verdicts.clear();
+      verdicts.set(pem, why);
+    }
+    return why;
+  };
+  // Without a certificate the connection is refused as a whole (node's listener fails its
+  // handshake): one 401, then it closes. A certificate with a CN not allowed gets a 401 per request.
+  const reject = (ex: UwsExchange, why: string) => {
+    if (why === NO_PEER_CERTIFICATE) ex.res.closeAfter = true;
+    o.onRejected(ex, why);
+  };
+  const holder: CallbackHolder = {
+    cb: {
+      onRequest: (ex) => (ex.peerProblem === null ? o.onRequest(ex) : reject(ex, ex.peerProblem)),
+      onUpgradeRefused: (ex) => (ex.peerProblem === NO_PEER_CERTIFICATE ? reject(ex, ex.peerProblem) : o.onUpgradeRefused(ex)),
+    },
+    state: new ListenerState(o.lifecycle),
+    clientCertificates: false, // a peer's certificate is the proxy's, never the user's: identity comes from its X-Remote-* headers
+    webSocket: null,
+    identityOf: () => undefined,
+    peerProblem,
+  };
+  const apps: TemplatedApp[] = [];
+  const listen = (files: UwsPeerFiles): Promise<us_listen_socket> => {
+    const app = uws.SSLApp({ cert_file_name: files.certFile, key_file_name: files.keyFile, ca_file_name: files.caFile, ...(o.ciphers ? { ssl_ciphers: o.ciphers } : {}) });
+    apps.push(app);
+    routeAll(app, holder);
+    return new Promise((resolve, reject) => {
+      app.listen(o.host, port, (sock: us_listen_socket | false) => {
+        if (sock) resolve(sock);
+        else reject(Object.assign(new Error(`uWebSockets.js could not listen on ${o.host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
+      });
+    });
+  };
+  let sock: us_listen_socket | null = await listen(o.files);
+  const stopAccepting = () => {
+    holder.state.stopAccepting();
+    if (sock !== null) uws.us_listen_socket_close(sock);
+    sock = null;
+  };
+  return {
+    port: uws.us_socket_local_port(sock),
+    stopAccepting,
+    async reload(m) {
+      if (sock === null) return;
+      // uSockets reads files: the material the reloader checked goes to a private directory for
+      // the moment the new app reads it (a file changed again meanwhile cannot slip in unchecked).
+      const dir = mkdtempSync(join(tmpdir(), 'mvproxy-peer-tls-'));
+      let next: us_listen_socket;
+      try {
+        const files = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), caFile: join(dir, 'ca.crt') };
+        writeFileSync(files.certFile, m.cert, { mode: 0o600 });
+        writeFileSync(files.keyFile, m.key, { mode: 0o600 });
+        writeFileSync(files.caFile, m.ca, { mode: 0o600 });
+        next = await listen(files);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      if (sock === null) {
+        uws.us_listen_socket_close(next); // stopped meanwhile
+        return;
+      }
+      uws.us_listen_socket_close(sock);
+      sock = next;
+    },
+    close: () => {
+      stopAccepting();
+      for (const app of apps) app.close();
+      holder.cb = null;
+    },
+  };
 }

@@ -25,7 +25,16 @@ export interface PoolOptions {
   tls?: TLSFiles;
   /** Each new TLS connection: the serving certificate's notAfter (Unix seconds) the other side presented. */
   onServerCertificate?: (notAfterSeconds: number) => void;
+  /** How long an idle connection is kept when the server sends no Keep-Alive hint; 30 s unless set. */
+  keepAliveTimeoutMs?: number;
 }
+
+/**
+ * A uWS peer listener closes a connection idle for 10 s (uWS's HTTP idle timeout, not settable in
+ * this build) and sends no Keep-Alive hint: kept longer, a request could go out on a connection
+ * the peer is closing and fail. node:https peers hint 30 s (keepAliveTimeout), which undici follows.
+ */
+export const PEER_IDLE_TIMEOUT_MS = 5_000;
 
 /**
  * No connection cap: every watch holds one connection for its whole life, and a cap would queue a
@@ -40,7 +49,7 @@ export function createPool(origin: string, o: PoolOptions): Pool {
     // Over h2 the response head arrives as an object, not the raw lines forwarded here (every
     // header but Date was lost through a real apiserver), and watches would share one connection.
     allowH2: false,
-    keepAliveTimeout: 30_000,
+    keepAliveTimeout: o.keepAliveTimeoutMs ?? 30_000,
     keepAliveMaxTimeout: 600_000,
     connect: connector(o),
   });
@@ -76,7 +85,7 @@ export class PeerPools {
   get(address: string): Pool {
     let p = this.pools.get(address);
     if (!p) {
-      p = createPool('https://' + address, { ...this.o, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
+      p = createPool('https://' + address, { ...this.o, keepAliveTimeoutMs: PEER_IDLE_TIMEOUT_MS, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
       this.pools.set(address, p);
     }
     return p;

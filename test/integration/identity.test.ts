@@ -10,7 +10,7 @@ import { twoVersionPlane, OLD, NEW } from '../support/plane';
 import type { Plane } from '../../src/demo/topology';
 import { FRONTENDS, UWS_UNAVAILABLE } from '../support/frontends';
 import { createCA } from '../../src/pki/throwaway';
-import { chooseFrontend, uwsReadsClientCertificates } from '../../src/listener/frontend';
+import { chooseFrontend, choosePeerFrontend, uwsReadsClientCertificates } from '../../src/listener/frontend';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const LOCAL = '/api/v1/namespaces/default/configmaps';
@@ -142,6 +142,30 @@ describe('client certificates and the front-end choice', () => {
       await r.body.dump();
       await agent.close();
       assert.equal(JSON.parse(String(r.headers['x-sim-request-identity'])).remoteUser, 'jane');
+    } finally {
+      await plane.close();
+    }
+  });
+
+  test('the peer listener: uWS beside a uWS client listener where its build reads certificates and the TLS floor is 1.2, else node:https, with the reason', () => {
+    assert.deepEqual(choosePeerFrontend('uws', 'TLSv1.2', 137).frontend, 'uws');
+    const old = choosePeerFrontend('uws', 'TLSv1.2', 115);
+    assert.equal(old.frontend, 'node');
+    assert.match(old.reason, /ABI 115/);
+    assert.equal(choosePeerFrontend('uws', 'TLSv1.3', 137).frontend, 'node');
+    assert.equal(choosePeerFrontend('node', 'TLSv1.2', 137).frontend, 'node');
+  });
+
+  test(`this runtime (Node ${process.version}, ABI ${process.versions.modules}): the peer listener serves on ${FRONTENDS.includes('uws') && uwsReadsClientCertificates() ? 'uWS' : 'node:https'}, and a peer's proxied request crosses it`, async () => {
+    const plane = await twoVersionPlane('auto');
+    try {
+      const uws = FRONTENDS.includes('uws') && uwsReadsClientCertificates();
+      for (const m of plane.members) assert.equal(m.daemon.peerFrontend, uws ? 'uws' : 'node');
+      await plane.member(OLD).daemon.publisher.refresh();
+      const r = await request(plane.member(OLD).url + NEW_ONLY);
+      await r.body.dump();
+      assert.equal(r.statusCode, 200);
+      assert.equal(r.headers['x-sim-server'], NEW);
     } finally {
       await plane.close();
     }
