@@ -17,7 +17,7 @@ import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
 import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
 import type { TLSSocket } from 'node:tls';
-import { listenPeerUWS, listenUWS, loadUWS, type UwsPeerListener } from './listener/uws';
+import { listenPeerUWS, listenUWS, loadUWS, type UwsRunningListener } from './listener/uws';
 import type { Exchange, RunningListener } from './listener/exchange';
 import { webSocketDialer } from './upstream/websocket';
 import { chooseFrontend, choosePeerFrontend } from './listener/frontend';
@@ -168,7 +168,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   let clientPort: number;
   let clientServer: https.Server | undefined;
   let peerServer: https.Server | undefined;
-  let peerUWS: UwsPeerListener | undefined;
+  let peerUWS: UwsRunningListener | undefined;
+  let clientUWS: UwsRunningListener | undefined;
   if (choice.frontend === 'uws') {
     try {
       const l = await listenUWS(choice.uws, {
@@ -182,6 +183,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       });
       listeners.push(l);
       clientPort = l.port;
+      if (clientTLS) clientUWS = l;
     } catch (e) {
       // This uWS build binds without SO_REUSEADDR: after a restart, connections it closed itself
       // sit in TIME_WAIT for up to 60 s and block the port. node:http (libuv) can bind: keep serving.
@@ -272,7 +274,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   addPeerChecks(peering?.peers() ?? []);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
-  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, local: [localPool, localPlainPool], localTLS });
+  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();

@@ -6,11 +6,10 @@ import { tlsPolicy } from '../config/tls-policy';
 import type https from 'node:https';
 import type { DaemonConfig, Frontend } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
-import type { UwsPeerListener } from '../listener/uws';
+import type { UwsRunningListener } from '../listener/uws';
 import type { Logger } from '../observability/log';
-import { readFileSync } from 'node:fs';
 import type { CertificateInUse } from '../observability/metrics';
-import { leafNotAfterSeconds, ReloadableTLS, type ReloadablePool, type TLSMaterialSpec } from './certs';
+import { ReloadableTLS, type ReloadablePool, type TLSMaterial, type TLSMaterialSpec } from './certs';
 
 export interface CertReloadTargets {
   config: DaemonConfig;
@@ -20,7 +19,9 @@ export interface CertReloadTargets {
   peerTLS?: TLSFiles;
   /** The peer listener: node:https, or uWS (reloaded by listening anew, listener/uws.ts). */
   peerServer?: https.Server;
-  peerUWS?: UwsPeerListener;
+  peerUWS?: UwsRunningListener;
+  /** The uWS front end's client listener, when it serves TLS. */
+  clientUWS?: UwsRunningListener;
   /** The node front end's client listener, when it serves TLS. */
   clientServer?: https.Server;
   frontend: Frontend;
@@ -61,9 +62,7 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
       pairTrustFile: c.peerCAFile,
       apply: (m) => {
         if (server) server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca, ...policy });
-        else if (uwsListener && m.cert && m.key && m.ca) {
-          uwsListener.reload({ cert: m.cert, key: m.key, ca: m.ca }).catch((e: unknown) => t.log.error('the peer listener kept its previous certificate: the new one could not be served', e));
-        }
+        else if (uwsListener) reloadUWS(uwsListener, m, 'the peer listener', t.log);
       },
     });
   }
@@ -91,19 +90,19 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
         caFile: c.clientCAFile,
         apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}), ...policy }),
       });
-    } else if (t.frontend === 'uws') {
-      t.log.info(0, 'the uWebSockets.js front end cannot reload its serving certificate: a new --tls-cert-file/--tls-private-key-file takes effect when mvproxy restarts (--frontend=node reloads it)');
+    } else if (t.clientUWS) {
+      const uwsListener = t.clientUWS;
+      specs.push({
+        name: 'serving',
+        certFile: c.tlsCertFile,
+        keyFile: c.tlsPrivateKeyFile,
+        caFile: c.clientCAFile,
+        apply: (m) => reloadUWS(uwsListener, m, 'the client listener', t.log),
+      });
     }
   }
   const reloaders = specs.filter((s) => s.certFile || s.caFile).map((s) => new ReloadableTLS(s, { log: t.log, resyncMs: t.resyncMs }));
   for (const r of reloaders) r.start();
-  // uWS keeps the serving pair it started with (no reloader): its expiry is read once.
-  // (Startup has already refused an unreadable pair, start-failure.ts: undefined here reports nothing.)
-  const fixed: CertificateInUse[] = [];
-  if (t.frontend === 'uws' && c.tlsCertFile) {
-    const notAfterSeconds = leafNotAfterSeconds(readFileOrEmpty(c.tlsCertFile), c.tlsCertFile);
-    if (notAfterSeconds !== undefined) fixed.push({ certificate: 'serving', notAfterSeconds });
-  }
   return {
     stop() {
       for (const r of reloaders) r.stop();
@@ -118,15 +117,12 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
         seen.add(certificate);
         yield { certificate, notAfterSeconds };
       }
-      yield* fixed;
     },
   };
 }
 
-function readFileOrEmpty(f: string): Buffer {
-  try {
-    return readFileSync(f);
-  } catch {
-    return Buffer.alloc(0);
-  }
+/** A uWS listener takes new material by listening anew (listener/uws.ts listenApps); a failure keeps the old. */
+function reloadUWS(l: UwsRunningListener, m: TLSMaterial, what: string, log: Logger): void {
+  if (!m.cert || !m.key) return;
+  l.reload({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}) }).catch((e: unknown) => log.error(`${what} kept its previous certificate: the new one could not be served`, e));
 }

@@ -562,9 +562,94 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
   });
 }
 
-export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<RunningListener> {
+/** A serving pair and CA as the certificate reloader checked them (lifecycle/certs.ts). */
+export interface UwsTLSMaterial {
+  cert: Buffer;
+  key: Buffer;
+  /** The CA client certificates must chain to; absent = none asked for. */
+  ca?: Buffer;
+}
+
+/** A uWS listener whose serving pair and client CA can be replaced while it serves. */
+export interface UwsRunningListener extends RunningListener {
+  /**
+   * New connections get this material; open ones keep theirs, as node's setSecureContext does.
+   * uSockets cannot swap an app's context (and this build's SNI contexts hung every handshake,
+   * measured), so a new app listens on the same port beside the old one (uSockets sets
+   * SO_REUSEPORT: no moment without a listener), then the old one stops accepting. Each app keeps
+   * its native routes (~0.5 MiB, routeAll), once per certificate rotation.
+   */
+  reload(material: UwsTLSMaterial): Promise<void>;
+}
+
+interface TLSFilesOf {
+  certFile: string;
+  keyFile: string;
+  caFile?: string;
+}
+
+/**
+ * One port served by a sequence of apps, each made by `build` (its routes on the shared holder):
+ * the first with the configured files, each reload with the reloader's material.
+ */
+async function listenApps(uws: UWS, host: string, port: number, holder: CallbackHolder, first: TLSFilesOf | undefined, build: (files: TLSFilesOf | undefined) => TemplatedApp): Promise<UwsRunningListener> {
+  const apps: TemplatedApp[] = [];
+  const listen = (files: TLSFilesOf | undefined): Promise<us_listen_socket> => {
+    const app = build(files);
+    apps.push(app);
+    return new Promise((resolve, reject) => {
+      app.listen(host, port, (sock: us_listen_socket | false) => {
+        if (sock) resolve(sock);
+        else reject(Object.assign(new Error(`uWebSockets.js could not listen on ${host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
+      });
+    });
+  };
+  let sock: us_listen_socket | null = await listen(first);
+  const stopAccepting = () => {
+    holder.state.stopAccepting();
+    if (sock !== null) uws.us_listen_socket_close(sock);
+    sock = null;
+  };
+  return {
+    port: uws.us_socket_local_port(sock),
+    stopAccepting,
+    async reload(m) {
+      if (sock === null || first === undefined) return;
+      // uSockets reads files: the material the reloader checked goes to a private directory for
+      // the moment the new app reads it (a file changed again meanwhile cannot slip in unchecked).
+      const dir = mkdtempSync(join(tmpdir(), 'mvproxy-tls-'));
+      let next: us_listen_socket;
+      try {
+        const files: TLSFilesOf = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), ...(m.ca ? { caFile: join(dir, 'ca.crt') } : {}) };
+        writeFileSync(files.certFile, m.cert, { mode: 0o600 });
+        writeFileSync(files.keyFile, m.key, { mode: 0o600 });
+        if (m.ca) writeFileSync(files.caFile!, m.ca, { mode: 0o600 });
+        next = await listen(files);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      if (sock === null) {
+        uws.us_listen_socket_close(next); // stopped meanwhile
+        return;
+      }
+      uws.us_listen_socket_close(sock);
+      sock = next;
+    },
+    close: () => {
+      stopAccepting();
+      for (const app of apps) app.close();
+      holder.cb = null;
+      holder.webSocket = null;
+    },
+  };
+}
+
+function sslApp(uws: UWS, files: TLSFilesOf, ciphers: string | undefined): TemplatedApp {
+  return uws.SSLApp({ cert_file_name: files.certFile, key_file_name: files.keyFile, ...(files.caFile ? { ca_file_name: files.caFile } : {}), ...(ciphers ? { ssl_ciphers: ciphers } : {}) });
+}
+
+export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<UwsRunningListener> {
   const port = await explicitPort(o.host, o.port);
-  const app: TemplatedApp = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile, ...(o.tls.caFile ? { ca_file_name: o.tls.caFile } : {}), ...(o.tls.ciphers ? { ssl_ciphers: o.tls.ciphers } : {}) }) : uws.App();
   const clientCertificates = !!o.tls?.caFile;
   const holder: CallbackHolder = {
     cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused },
@@ -573,34 +658,13 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<Runnin
     webSocket: o.webSocket ?? null,
     identityOf: clientCertificates ? resIdentity : () => undefined,
   };
-  routeWebSockets(app, holder);
-  routeAll(app, holder);
-  return new Promise((resolve, reject) => {
-    app.listen(o.host, port, (sock: us_listen_socket | false) => {
-      if (!sock) {
-        reject(Object.assign(new Error(`uWebSockets.js could not listen on ${o.host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
-        return;
-      }
-      let listening = true;
-      const stopAccepting = () => {
-        holder.state.stopAccepting();
-        if (listening) uws.us_listen_socket_close(sock);
-        listening = false;
-      };
-      resolve({
-        port: uws.us_socket_local_port(sock),
-        stopAccepting,
-        close: () => {
-          stopAccepting();
-          app.close();
-          holder.cb = null;
-          holder.webSocket = null;
-        },
-      });
-    });
+  return listenApps(uws, o.host, port, holder, o.tls, (files) => {
+    const app = files ? sslApp(uws, files, o.tls?.ciphers) : uws.App();
+    routeWebSockets(app, holder);
+    routeAll(app, holder);
+    return app;
   });
 }
-
 export interface UwsPeerListenerOptions {
   host: string;
   port: number;
@@ -623,21 +687,10 @@ export interface UwsPeerFiles {
   caFile: string;
 }
 
-export interface UwsPeerListener extends RunningListener {
-  /**
-   * New connections get the pair and CA now in these files; open ones keep theirs, as node's
-   * setSecureContext does. uSockets cannot swap an app's context (and this build's SNI contexts
-   * hung every handshake, measured), so a new app listens on the same port beside the old one
-   * (uSockets sets SO_REUSEPORT: no moment without a listener), then the old one stops accepting.
-   * Each app keeps its native route (~0.5 MiB, routeAll), once per certificate rotation.
-   */
-  reload(material: { cert: Buffer; key: Buffer; ca: Buffer }): Promise<void>;
-}
-
 const NO_PEER_CERTIFICATE = peerCertificateProblem(false, 'no client certificate', undefined, new Set())!;
 
 /** The peer listener on uWS (daemon.ts picks it with choosePeerFrontend); listen-node.ts listenPeer is its node twin. */
-export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promise<UwsPeerListener> {
+export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promise<UwsRunningListener> {
   const port = await explicitPort(o.host, o.port);
   const allowed = new Set(o.allowedNames);
   // By certificate PEM (uWS gives it per request): parsing one costs ~30 µs, a lookup well under 1.
@@ -676,53 +729,9 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
     identityOf: () => undefined,
     peerProblem,
   };
-  const apps: TemplatedApp[] = [];
-  const listen = (files: UwsPeerFiles): Promise<us_listen_socket> => {
-    const app = uws.SSLApp({ cert_file_name: files.certFile, key_file_name: files.keyFile, ca_file_name: files.caFile, ...(o.ciphers ? { ssl_ciphers: o.ciphers } : {}) });
-    apps.push(app);
-    routeAll(app, holder);
-    return new Promise((resolve, reject) => {
-      app.listen(o.host, port, (sock: us_listen_socket | false) => {
-        if (sock) resolve(sock);
-        else reject(Object.assign(new Error(`uWebSockets.js could not listen on ${o.host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
-      });
-    });
-  };
-  let sock: us_listen_socket | null = await listen(o.files);
-  const stopAccepting = () => {
-    holder.state.stopAccepting();
-    if (sock !== null) uws.us_listen_socket_close(sock);
-    sock = null;
-  };
-  return {
-    port: uws.us_socket_local_port(sock),
-    stopAccepting,
-    async reload(m) {
-      if (sock === null) return;
-      // uSockets reads files: the material the reloader checked goes to a private directory for
-      // the moment the new app reads it (a file changed again meanwhile cannot slip in unchecked).
-      const dir = mkdtempSync(join(tmpdir(), 'mvproxy-peer-tls-'));
-      let next: us_listen_socket;
-      try {
-        const files = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), caFile: join(dir, 'ca.crt') };
-        writeFileSync(files.certFile, m.cert, { mode: 0o600 });
-        writeFileSync(files.keyFile, m.key, { mode: 0o600 });
-        writeFileSync(files.caFile, m.ca, { mode: 0o600 });
-        next = await listen(files);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-      if (sock === null) {
-        uws.us_listen_socket_close(next); // stopped meanwhile
-        return;
-      }
-      uws.us_listen_socket_close(sock);
-      sock = next;
-    },
-    close: () => {
-      stopAccepting();
-      for (const app of apps) app.close();
-      holder.cb = null;
-    },
-  };
+  return listenApps(uws, o.host, port, holder, o.files, (files) => {
+    const app = sslApp(uws, files!, o.ciphers);
+    routeAll(app, holder); // no WebSocket route: every upgrade is refused (routeAll)
+    return app;
+  });
 }

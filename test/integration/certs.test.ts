@@ -3,7 +3,8 @@
 //   - the proxy client certificate re-issued by the same CA is used for the next peer connection;
 //     one from a foreign CA is refused and the last good pair keeps working;
 //   - a mismatched certificate/key pair is refused until both files agree;
-//   - the peer listener's serving certificate and the local apiserver's CA bundle are swapped too;
+//   - the peer listener's and the client listener's serving certificates (both front ends) and the
+//     local apiserver's CA bundle are swapped too;
 //   - --local-apiserver-token-file: mvproxy's own calls carry the token (re-read on change), clients' never.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ import { startFakeUpstream } from '../support/fake-upstream';
 import { readFixture } from '../support/fixtures';
 import { call } from '../support/plane';
 import { eventually } from '../support/poll';
+import { FRONTENDS } from '../support/frontends';
 import type { Daemon } from '../../src/daemon';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
@@ -188,6 +190,54 @@ describe('certificate reload', () => {
       await local.close();
     }
   });
+
+  for (const frontend of FRONTENDS) {
+    test(`the client listener's serving certificate (${frontend} front end): new handshakes get the new one, an open connection keeps serving`, async () => {
+      const dir = mkdtempSync(join(tmp, `client-${frontend}-`));
+      const issue = () => pki.clusterCA.issue({ commonName: 'mvproxy', ipAddresses: ['127.0.0.1'], usage: 'server' });
+      const first = await issue();
+      const certFile = join(dir, 'tls.crt');
+      const keyFile = join(dir, 'tls.key');
+      writeFileSync(certFile, first.cert);
+      writeFileSync(keyFile, first.key);
+      const local = await startFakeUpstream(() => false);
+      const log = capturingLogger();
+      const d = await startTestDaemon({ frontend, localAPIServer: local.url, tlsCertFile: certFile, tlsPrivateKeyFile: keyFile, peerCAFile: pki.clusterCAFile, requestheaderClientCAFile: pki.frontProxyCAFile }, { log });
+      const connect = () =>
+        new Promise<tls.TLSSocket>((resolve, reject) => {
+          const s = tls.connect({ host: '127.0.0.1', port: d.clientPort, ca: pki.clusterCA.cert, ALPNProtocols: ['http/1.1'] }, () => resolve(s));
+          s.on('error', reject);
+        });
+      const answer = (s: tls.TLSSocket) =>
+        new Promise<string>((resolve) => {
+          let out = '';
+          s.on('data', (b: Buffer) => (out += b.toString('latin1')));
+          s.on('close', () => resolve(out));
+          s.write('GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+        });
+      try {
+        assert.equal(d.frontend, frontend);
+        const open = await connect();
+        assert.equal(open.getPeerCertificate().serialNumber, serial(first.cert));
+        const second = await issue();
+        atomicWrite(keyFile, second.key);
+        atomicWrite(certFile, second.cert);
+        await eventually(() => log.lines.some((l) => l.includes('Loaded a new cert/key pair') && l.includes('"serving"') && l.includes(serial(second.cert))), { ...POLL, what: 'reloaded' });
+        const { value: fresh } = await eventually(async () => {
+          const s = await connect();
+          if (s.getPeerCertificate().serialNumber === serial(second.cert)) return s;
+          s.destroy();
+          return undefined;
+        }, { ...POLL, what: 'the new certificate served' });
+        assert.match(await answer(fresh), /^HTTP\/1\.1 \d{3} /);
+        // The connection opened before the swap still answers, with the certificate it started with.
+        assert.match(await answer(open), /^HTTP\/1\.1 \d{3} /);
+      } finally {
+        await d.close();
+        await local.close();
+      }
+    });
+  }
 
   test('the local apiserver\'s CA bundle: a new bundle makes new connections trust the new serving certificate', async () => {
     const dir = mkdtempSync(join(tmp, 'c-'));
