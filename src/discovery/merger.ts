@@ -41,6 +41,16 @@ import type { DecodeTask, DecodeTaskResult } from './merge.worker';
 import { decodeDiscoveryBody, type DecodedDiscoveryBody } from './decode';
 import { DiscoveryFetchError } from './errors';
 
+/**
+ * How long the merge worker may sit idle before it exits. Its isolate held ~12–15 MB of RSS for as
+ * long as discovery stayed steady (issue 18: an idle mvproxy 124.5 MB 2 s after start, 112.3 MB at
+ * 90 s with the worker gone; bench/idle-rss.ts).
+ */
+// 75 s: longer than two default discovery refreshes (--discovery-refresh-interval 30 s), so a
+// peer that answers every refresh with a full body (no ETag) keeps the worker instead of
+// restarting it each time.
+export const MERGE_WORKER_IDLE_MS = 75_000;
+
 export interface DiscoveryMergerOptions {
   /** Worker threads (default 1). */
   threads?: number;
@@ -48,6 +58,8 @@ export interface DiscoveryMergerOptions {
   inline?: boolean;
   /** Overrides the worker module (tests: a module that cannot load exercises the fallback). */
   workerFilename?: string;
+  /** How long an idle worker lives (default MERGE_WORKER_IDLE_MS). */
+  workerIdleMs?: number;
 }
 
 export interface DiscoveryMergeInput {
@@ -81,6 +93,7 @@ export class DiscoveryMergerError extends Error {
 export class DiscoveryMerger {
   private readonly threads: number;
   private readonly filename: string;
+  private readonly workerIdleMs: number;
   private pool: Piscina | undefined;
   private ready: Promise<void> | undefined;
   private generation = 0;
@@ -101,6 +114,7 @@ export class DiscoveryMerger {
     this.threads = Math.max(1, Math.floor(opts.threads ?? 1));
     this.inline = opts.inline === true;
     this.filename = opts.workerFilename ?? DiscoveryMerger.workerFilename();
+    this.workerIdleMs = opts.workerIdleMs ?? MERGE_WORKER_IDLE_MS;
   }
 
   /** The worker file next to this module, with this module's own extension (.ts or .js). */
@@ -266,9 +280,13 @@ export class DiscoveryMerger {
         this.pool = new Piscina({
           filename: this.filename,
           name: 'mergeTask',
-          minThreads: this.threads,
+          // Merges happen when discovery changes (an upgrade, a member joining), not while it
+          // is steady: an idle worker exits after MERGE_WORKER_IDLE_MS and the next build starts
+          // one again. Its caches go with it; the new one answers `missing` for documents sent
+          // by key and gets them again, and its encoded-document ids carry its own threadId.
+          minThreads: 0,
           maxThreads: this.threads,
-          idleTimeout: Infinity,
+          idleTimeout: this.workerIdleMs,
           execArgv: DiscoveryMerger.workerExecArgv(),
         });
         // Errors outside a task (a worker failing to load or dying while idle) are emitted on the

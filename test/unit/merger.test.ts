@@ -1,3 +1,5 @@
+import { eventually } from '../support/poll';
+import { readdirSync } from 'node:fs';
 // DiscoveryMerger: the worker pool and the inline path build byte-identical snapshots; inputs go
 // in as transferred ArrayBuffers; a worker that cannot start falls back to inline with a flag.
 import { test, after } from 'node:test';
@@ -231,6 +233,30 @@ test('keyed inputs: a document the worker no longer has is sent again (concurren
     assert.equal(m.transfers.resends, 1);
     const z = await m.build(input(0, 3));
     assertSameSnapshot(z, await ref.build(input(0, 3)), 'z', false);
+    assert.equal(m.workerError, undefined);
+  } finally {
+    await m.close();
+    await ref.close();
+  }
+});
+
+test('an idle worker exits (workerIdleMs) and the next build starts another: the documents it lost are sent again, results exact', async () => {
+  const m = new DiscoveryMerger({ threads: 1, workerIdleMs: 200 });
+  const ref = new DiscoveryMerger({ inline: true });
+  try {
+    const docs = [0, 1, 2].map((i) => encodeJSON(syntheticServer(200, i)));
+    const input = (l: number, p: number) =>
+      discoveryMergeInput('s0', { etag: `"${l}"`, raw: docs[l]! }, [['s1', { etag: `"${p}"`, raw: docs[p]! }]], []).input;
+    const first = await m.build(input(0, 1));
+    const threads = () => readdirSync(`/proc/${process.pid}/task`).length;
+    const withWorker = threads();
+    await eventually(() => threads() < withWorker, { timeoutMs: 5000, intervalMs: 50, what: 'the idle worker exited' });
+    // Sent by key (the main thread believes the worker has them): the new worker says missing.
+    const again = await m.build(input(0, 2));
+    assert.equal(m.transfers.resends, 1);
+    assertSameSnapshot(again, await ref.build(input(0, 2)), 'after the restart', false);
+    assertSameSnapshot(first, await ref.build(input(0, 1)), 'before', false);
+    assert.equal(again.build.thread, 'worker');
     assert.equal(m.workerError, undefined);
   } finally {
     await m.close();
