@@ -1,5 +1,6 @@
 // The uWebSockets.js front end (uwebsockets@3.0.6, its build for Node 24 on glibc >= 2.38:
-// docs/dependencies.md §1), the default client listener. Rules from docs/dependencies.md §2
+// docs/dependencies.md §1), the default client listener, and the peer listener beside it
+// (listenPeerUWS) where that build reads client certificates. Rules from docs/dependencies.md §2
 // and the uWS docs:
 // - HttpRequest lives only during the synchronous handler: everything is read before returning;
 // - onAborted is registered before any async work; onData chunks are copied (uWS neuters them);
@@ -582,7 +583,8 @@ export interface UwsRunningListener extends RunningListener {
   reload(material: UwsTLSMaterial): Promise<void>;
 }
 
-interface TLSFilesOf {
+/** The files uSockets reads a serving pair (and the CA client certificates must chain to) from. */
+export interface UwsTLSFiles {
   certFile: string;
   keyFile: string;
   caFile?: string;
@@ -592,9 +594,9 @@ interface TLSFilesOf {
  * One port served by a sequence of apps, each made by `build` (its routes on the shared holder):
  * the first with the configured files, each reload with the reloader's material.
  */
-async function listenApps(uws: UWS, host: string, port: number, holder: CallbackHolder, first: TLSFilesOf | undefined, build: (files: TLSFilesOf | undefined) => TemplatedApp): Promise<UwsRunningListener> {
+async function listenApps(uws: UWS, host: string, port: number, holder: CallbackHolder, first: UwsTLSFiles | undefined, build: (files: UwsTLSFiles | undefined) => TemplatedApp): Promise<UwsRunningListener> {
   const apps: TemplatedApp[] = [];
-  const listen = (files: TLSFilesOf | undefined): Promise<us_listen_socket> => {
+  const listen = (files: UwsTLSFiles | undefined): Promise<us_listen_socket> => {
     const app = build(files);
     apps.push(app);
     return new Promise((resolve, reject) => {
@@ -620,7 +622,7 @@ async function listenApps(uws: UWS, host: string, port: number, holder: Callback
       const dir = mkdtempSync(join(tmpdir(), 'mvproxy-tls-'));
       let next: us_listen_socket;
       try {
-        const files: TLSFilesOf = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), ...(m.ca ? { caFile: join(dir, 'ca.crt') } : {}) };
+        const files: UwsTLSFiles = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), ...(m.ca ? { caFile: join(dir, 'ca.crt') } : {}) };
         writeFileSync(files.certFile, m.cert, { mode: 0o600 });
         writeFileSync(files.keyFile, m.key, { mode: 0o600 });
         if (m.ca) writeFileSync(files.caFile!, m.ca, { mode: 0o600 });
@@ -644,7 +646,7 @@ async function listenApps(uws: UWS, host: string, port: number, holder: Callback
   };
 }
 
-function sslApp(uws: UWS, files: TLSFilesOf, ciphers: string | undefined): TemplatedApp {
+function sslApp(uws: UWS, files: UwsTLSFiles, ciphers: string | undefined): TemplatedApp {
   return uws.SSLApp({ cert_file_name: files.certFile, key_file_name: files.keyFile, ...(files.caFile ? { ca_file_name: files.caFile } : {}), ...(ciphers ? { ssl_ciphers: ciphers } : {}) });
 }
 
@@ -665,11 +667,12 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<UwsRun
     return app;
   });
 }
+
 export interface UwsPeerListenerOptions {
   host: string;
   port: number;
   /** Serving pair (peers check it as kubernetes.default.svc) and --requestheader-client-ca-file, as files: uSockets reads them. */
-  files: UwsPeerFiles;
+  files: Required<UwsTLSFiles>;
   ciphers?: string;
   /** --requestheader-allowed-names; empty = any CN signed by the CA. */
   allowedNames: readonly string[];
@@ -679,12 +682,6 @@ export interface UwsPeerListenerOptions {
   /** Every upgrade (WebSocket too: no WebSocket route here); the connection closes after the answer. */
   onUpgradeRefused(ex: Exchange): void;
   lifecycle?: { readonly draining: boolean };
-}
-
-export interface UwsPeerFiles {
-  certFile: string;
-  keyFile: string;
-  caFile: string;
 }
 
 const NO_PEER_CERTIFICATE = peerCertificateProblem(false, 'no client certificate', undefined, new Set())!;
