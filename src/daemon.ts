@@ -274,7 +274,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   addPeerChecks(peering?.peers() ?? []);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
-  const certReload = startCertReload({ config, log, frontend, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool], localTLS });
+  const certReload = startCertReload({ config, log, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();

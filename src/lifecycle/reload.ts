@@ -4,7 +4,7 @@
 
 import { tlsPolicy } from '../config/tls-policy';
 import type https from 'node:https';
-import type { DaemonConfig, Frontend } from '../config/types';
+import type { DaemonConfig } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { UwsRunningListener } from '../listener/uws';
 import type { Logger } from '../observability/log';
@@ -24,7 +24,6 @@ export interface CertReloadTargets {
   clientUWS?: UwsRunningListener;
   /** The node front end's client listener, when it serves TLS. */
   clientServer?: https.Server;
-  frontend: Frontend;
   /** The local apiserver pools (with and without the client certificate) and their TLS material (mutated in place: upgrade tunnels read it too). */
   local?: ReloadablePool[];
   localTLS?: TLSFiles;
@@ -81,7 +80,7 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
     });
   }
   if (c.tlsCertFile && c.tlsPrivateKeyFile) {
-    if (t.frontend === 'node' && t.clientServer) {
+    if (t.clientServer) {
       const server = t.clientServer;
       specs.push({
         name: 'serving',
