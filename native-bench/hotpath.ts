@@ -10,11 +10,11 @@
 // Shuffled with a fixed seed so consecutive calls do not repeat the same shape.
 //
 // Per request, ns (median of ≥7 interleaved runs A B C … A B C …, each a few hundred thousand calls):
-//   (a) newRequestInfo(method, path, query) + decide(info, undefined, table)   ← what handleClient does
+//   (a) newRequestInfo(method, path, query, table.names) + decide(info, undefined, table)   ← what handleClient does
 //   (b) new URL(path?query, 'http://x') alone                                  ← the target: (a) ≤ (b)
 //   (c) newRequestInfo + a flat Map keyed by `${group}/${version}/${resource}` (key build + Map.get)
 //   (a0) newRequestInfo alone
-//   (a-) / (c-) the lookup alone on pre-parsed RequestInfos (nested Maps vs flat string key)
+//   (a-) / (c-) the lookup alone on pre-parsed RequestInfos (route table vs flat string key)
 //   (e) negotiateDiscovery(Accept) on six client Accept headers (the discovery path's extra step)
 //   (d) find-my-way: not installed, skipped.
 // Allocation: bytes per call from V8 heap-used deltas over batches of 1,000 calls, each batch
@@ -197,7 +197,7 @@ function buildRequests(): Req[] {
 const REQS = buildRequests();
 const N = REQS.length;
 if (N < 1000) throw new Error(`only ${N} request targets built; want ≥ 1000`);
-const PARSED: (RequestInfo | RequestInfoError)[] = REQS.map((q) => newRequestInfo(q.method, q.path, q.query));
+const PARSED: (RequestInfo | RequestInfoError)[] = REQS.map((q) => newRequestInfo(q.method, q.path, q.query, table.names));
 
 const ACCEPTS = [
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json',
@@ -216,7 +216,7 @@ function runA(reps: number): number {
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) {
       const q = REQS[i];
-      s += decide(newRequestInfo(q.method, q.path, q.query), undefined, table).kind.length;
+      s += decide(newRequestInfo(q.method, q.path, q.query, table.names), undefined, table).kind.length;
     }
   }
   return s;
@@ -227,7 +227,7 @@ function runParse(reps: number): number {
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) {
       const q = REQS[i];
-      const info = newRequestInfo(q.method, q.path, q.query);
+      const info = newRequestInfo(q.method, q.path, q.query, table.names);
       s += info instanceof Error ? 1 : info.verb.length;
     }
   }
@@ -247,7 +247,7 @@ function runC(reps: number): number {
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) {
       const q = REQS[i];
-      s += decideFlat(newRequestInfo(q.method, q.path, q.query), undefined, flat).kind.length;
+      s += decideFlat(newRequestInfo(q.method, q.path, q.query, table.names), undefined, flat).kind.length;
     }
   }
   return s;
@@ -292,7 +292,7 @@ function sliceOf(fn: AllocRow, start: number, count: number): number {
     const q = REQS[i];
     switch (fn) {
       case 'a': {
-        const info = newRequestInfo(q.method, q.path, q.query);
+        const info = newRequestInfo(q.method, q.path, q.query, table.names);
         kept = info;
         s += decide(info, undefined, table).kind.length;
         break;
@@ -304,7 +304,7 @@ function sliceOf(fn: AllocRow, start: number, count: number): number {
         break;
       }
       case 'c': {
-        const info = newRequestInfo(q.method, q.path, q.query);
+        const info = newRequestInfo(q.method, q.path, q.query, table.names);
         kept = info;
         s += decideFlat(info, undefined, flat).kind.length;
         break;
@@ -343,11 +343,11 @@ interface Row {
 }
 
 const rows: Row[] = [
-  { id: '(a)', label: 'newRequestInfo + decide (nested Maps)', fn: runA, ns: [] },
+  { id: '(a)', label: 'newRequestInfo + decide (route table)', fn: runA, ns: [] },
   { id: '(b)', label: "new URL(path?query, 'http://x')", fn: runB, ns: [] },
   { id: '(c)', label: 'newRequestInfo + flat Map "g/v/r" key', fn: runC, ns: [] },
   { id: '(a0)', label: 'newRequestInfo only', fn: runParse, ns: [] },
-  { id: '(a-)', label: 'decide only (pre-parsed, nested Maps)', fn: runLookupNested, ns: [] },
+  { id: '(a-)', label: 'decide only (pre-parsed)', fn: runLookupNested, ns: [] },
   { id: '(c-)', label: 'flat key build + Map.get only (pre-parsed)', fn: runLookupFlat, ns: [] },
   { id: '(e)', label: 'negotiateDiscovery(Accept), 6 headers', fn: runAccept, ns: [] },
 ];
@@ -451,7 +451,7 @@ function main(): void {
     `ratio (a)/(b) = ${(a / b).toFixed(2)}  (ratio of the medians; paired per-run ratios ${perRun.map((x) => x.toFixed(2)).join(' ')}, median ${median(perRun).toFixed(2)}; ` +
       `target ≤ 1.00: ${a <= b ? 'met' : 'NOT met'})`,
   );
-  console.log(`ratio (c)/(a) = ${(c / a).toFixed(2)}  (flat string-keyed Map vs nested Maps, whole path)`);
+  console.log(`ratio (c)/(a) = ${(c / a).toFixed(2)}  (flat string-keyed Map vs the route table, whole path)`);
   console.log(
     `allocation: (a) ${byId.get('(a)')!.bytes!.toFixed(0)} B/request vs ${shapeBytes.toFixed(0)} B for a RequestInfo-shaped object alone` +
       `${gc ? '' : ' (no gc available: batches may include a scavenge, figures approximate)'}; decide() alone ${byId.get('(a-)')!.bytes!.toFixed(0)} B`,

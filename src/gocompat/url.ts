@@ -9,8 +9,6 @@
 // - Go strings are bytes; ours are UTF-16. A character >= U+0080 stands for its own UTF-8 encoding
 //   (a lone surrogate for U+FFFD's), and the unescaped bytes are read back as UTF-8, invalid
 //   sequences becoming U+FFFD where Go keeps the raw bytes.
-// - scanCTLAndPercent does in one pass what Go does in two (stringContainsCTLByte on the whole URI,
-//   then unescape's count of '%'), as the request path runs it for every request.
 
 const PERCENT = 0x25;
 const PLUS = 0x2b;
@@ -22,22 +20,6 @@ export function stringContainsCTLByte(s: string): boolean {
     if (c < 0x20 || c === 0x7f) return true;
   }
   return false;
-}
-
-export const SCAN_PLAIN = 0;
-export const SCAN_PERCENT = 1;
-export const SCAN_CTL = 2;
-
-/** SCAN_CTL when stringContainsCTLByte(s), else SCAN_PERCENT when s holds a '%' (unescape has work),
- *  else SCAN_PLAIN. */
-export function scanCTLAndPercent(s: string): number {
-  let r = SCAN_PLAIN;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return SCAN_CTL;
-    if (c === PERCENT) r = SCAN_PERCENT;
-  }
-  return r;
 }
 
 /** unhex for a character ishex accepts ([0-9a-fA-F]); -1 for any other. */

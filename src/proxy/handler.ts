@@ -99,7 +99,7 @@ export class ProxyHandler {
     const start = performance.now();
     const snap = this.o.snapshots.current;
     // Request.
-    const info = newRequestInfo(ex.method, ex.path, ex.query);
+    const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names);
     const ri = info instanceof Error ? undefined : info;
     // Discovery: what mvproxy answers from the snapshot; anything it declines (/api, v2beta1, yaml,
     // a peer-only OpenAPI document, ...) goes on to routing and the apiserver.

@@ -10,8 +10,10 @@
 // strconv.ParseInt and strings.EqualFold/ToLower/Compare come from there too (strconv.ts,
 // strings.ts). This file keeps Kubernetes' logic.
 //
-// Hot path: this runs for every request. The common case (no '%' in the path) is a handful of
-// indexOf/charCodeAt scans; the only allocations are the result object and its substrings.
+// Hot path: this runs for every request. The path is read once (scanPath: control bytes, '%', the
+// '/' between parts, each part's hash, and a copy of the character codes); parts are then ranges,
+// compared with literals and the route table's names through that copy (names.ts says why). The
+// only allocations are the result object and the substrings that are no known name.
 // The list/watch branch reads the query in place, by index, and decodes a value only when it holds
 // '%' or '+'.
 //
@@ -22,7 +24,8 @@
 import { parseInt64OK } from '../gocompat/strconv';
 import { compareByteOrder, equalFoldLower, toLowerIs } from '../gocompat/strings';
 import { QueryValues } from '../gocompat/query';
-import { SCAN_CTL, SCAN_PERCENT, scanCTLAndPercent, stringContainsCTLByte, unescape } from '../gocompat/url';
+import { Literal, Names } from './names';
+import { stringContainsCTLByte, unescape } from '../gocompat/url';
 
 export interface RequestInfo {
   isResourceRequest: boolean;
@@ -65,6 +68,13 @@ const CODE_WATCH_PATH = 'MVP_ERR_REQUESTINFO_WATCH_PATH';
 const CODE_PROXY_PATH = 'MVP_ERR_REQUESTINFO_PROXY_PATH';
 
 const SLASH = 0x2f;
+const PERCENT = 0x25;
+
+// What scanPath found. It does in one pass what Go does in two (stringContainsCTLByte on the whole
+// URI, then unescape's count of '%').
+const SCAN_PLAIN = 0;
+const SCAN_PERCENT = 1;
+const SCAN_CTL = 2;
 const EQ = 0x3d;
 
 /**
@@ -73,68 +83,65 @@ const EQ = 0x3d;
  * @param method the HTTP method, case-sensitive as on the wire ("GET", not "get")
  * @param rawPath the request target's path as received (origin-form, still percent-encoded)
  * @param rawQuery everything after the first '?', without it; '' when there is none
+ * @param names the route table's names (RouteTable.names): a group, version or resource equal to one
+ *   of them is that very string instead of a new one (names.ts says why); the values are the same
  */
-export function newRequestInfo(method: string, rawPath: string, rawQuery: string): RequestInfo | RequestInfoError {
+export function newRequestInfo(method: string, rawPath: string, rawQuery: string, names: Names = Names.EMPTY): RequestInfo | RequestInfoError {
   if (typeof method !== 'string') method = '';
   if (typeof rawPath !== 'string') rawPath = '';
   if (typeof rawQuery !== 'string') rawQuery = '';
 
-  // url.parse checks the whole request URI for control bytes before it unescapes anything.
-  const pathScan = scanCTLAndPercent(rawPath);
-  if (pathScan === SCAN_CTL || stringContainsCTLByte(rawQuery)) {
+  // url.parse checks the whole request URI for control bytes before it unescapes anything. One pass
+  // over the path also finds its '/' (the part boundaries below) and whether it holds a '%'.
+  let path = rawPath;
+  const scan = scanPath(rawPath, true);
+  if (scan === SCAN_CTL || stringContainsCTLByte(rawQuery)) {
     return new RequestInfoError(CODE_CONTROL_CHARACTER, 'net/url: invalid control character in URL');
   }
-  let path = rawPath;
-  if (pathScan === SCAN_PERCENT) {
+  if (scan === SCAN_PERCENT) {
     const decoded = unescape(rawPath, 0, rawPath.length, false);
     if (decoded === null) return new RequestInfoError(CODE_INVALID_ESCAPE, `invalid URL escape in ${JSON.stringify(rawPath)}`);
     path = decoded;
+    scanPath(path, false); // Go splits the decoded path (an escaped %2F is a '/' too); control bytes decoded from %XX are allowed
   }
 
-  // splitPath: strings.Split(strings.Trim(path, "/"), "/"). Parts are walked as [start, end) ranges.
-  let lo = 0;
+  // splitPath: strings.Split(strings.Trim(path, "/"), "/"). Part k is path[partStart(k), partEnd(k)).
+  const lo = partsFrom;
   let hi = path.length;
-  while (lo < hi && path.charCodeAt(lo) === SLASH) lo++;
   while (hi > lo && path.charCodeAt(hi - 1) === SLASH) hi--;
+  partsTo = hi;
   if (lo === hi) return nonResource(path, method, '');
-  const e0 = segEnd(path, lo, hi);
-  if (e0 === hi) return nonResource(path, method, '');
-  const s1 = e0 + 1;
-  const e1 = segEnd(path, s1, hi);
-  if (e1 === hi) return nonResource(path, method, ''); // fewer than 3 parts
-  const s2 = e1 + 1;
-  const e2 = segEnd(path, s2, hi);
+  const parts = partCount();
+  if (parts < 3) return nonResource(path, method, '');
 
   let apiPrefix: string;
   let apiGroup = '';
   let apiVersion: string;
-  let cur: number; // start of currentParts[0]; never past hi (the last part is never empty)
-  if (isSeg(path, lo, e0, 'api')) {
+  let cur: number; // index of currentParts[0]
+  if (isPart(0, P_API)) {
     apiPrefix = 'api';
-    apiVersion = path.substring(s1, e1);
-    cur = s2;
-  } else if (isSeg(path, lo, e0, 'apis')) {
+    apiVersion = namePart(path, 1, names);
+    cur = 2;
+  } else if (isPart(0, P_APIS)) {
     apiPrefix = 'apis';
     // Go sets APIPrefix before the "do we have four parts?" check, so /apis/g/v keeps it.
-    if (e2 === hi) return nonResource(path, method, apiPrefix);
-    apiGroup = path.substring(s1, e1);
-    apiVersion = path.substring(s2, e2);
-    cur = e2 + 1;
+    if (parts < 4) return nonResource(path, method, apiPrefix);
+    apiGroup = namePart(path, 1, names);
+    apiVersion = namePart(path, 2, names);
+    cur = 3;
   } else {
     return nonResource(path, method, '');
   }
-  let curEnd = segEnd(path, cur, hi);
 
   // /{watch|proxy}/... is a verb via path; it needs something after it.
   let verb: string;
-  if (isSeg(path, cur, curEnd, 'watch') || isSeg(path, cur, curEnd, 'proxy')) {
-    const w = path.charCodeAt(cur) === 0x77; // 'w'
-    if (curEnd === hi) {
+  if (isPart(cur, P_WATCH) || isPart(cur, P_PROXY)) {
+    const w = codes[partStart(cur)] === 0x77; // 'w'
+    if (cur + 1 === parts) {
       return new RequestInfoError(w ? CODE_WATCH_PATH : CODE_PROXY_PATH, `unable to determine kind and namespace from url, ${rawPath}`);
     }
     verb = w ? 'watch' : 'proxy';
-    cur = curEnd + 1;
-    curEnd = segEnd(path, cur, hi);
+    cur++;
   } else {
     verb = verbForMethod(method);
   }
@@ -142,29 +149,18 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   // /namespaces/{namespace}/{kind}/*: parts move past namespaces/<ns> unless the next part is a
   // namespace subresource (status, finalize), so /api/v1/namespaces/ns1 is namespace ns1 itself.
   let namespace = '';
-  if (isSeg(path, cur, curEnd, 'namespaces') && curEnd < hi) {
-    const nsStart = curEnd + 1;
-    const nsEnd = segEnd(path, nsStart, hi);
-    namespace = path.substring(nsStart, nsEnd);
-    if (nsEnd < hi) {
-      const third = nsEnd + 1;
-      const thirdEnd = segEnd(path, third, hi);
-      if (!isSeg(path, third, thirdEnd, 'status') && !isSeg(path, third, thirdEnd, 'finalize')) {
-        cur = third;
-        curEnd = thirdEnd;
-      }
-    }
+  if (cur + 1 < parts && isPart(cur, P_NAMESPACES)) {
+    namespace = part(path, cur + 1);
+    if (cur + 2 < parts && !isPart(cur + 2, P_STATUS) && !isPart(cur + 2, P_FINALIZE)) cur += 2;
   }
 
   // parts: resource/name/subresource/anything/else; proxy takes no subresource.
-  const resource = path.substring(cur, curEnd);
+  const resource = namePart(path, cur, names);
   let name = '';
   let subresource = '';
-  if (curEnd < hi) {
-    const nStart = curEnd + 1;
-    const nEnd = segEnd(path, nStart, hi);
-    name = path.substring(nStart, nEnd);
-    if (nEnd < hi && verb !== 'proxy') subresource = path.substring(nEnd + 1, segEnd(path, nEnd + 1, hi));
+  if (cur + 1 < parts) {
+    name = part(path, cur + 1);
+    if (cur + 2 < parts && verb !== 'proxy') subresource = part(path, cur + 2);
   }
 
   if (name.length === 0 && verb === 'get') {
@@ -248,10 +244,109 @@ function lowerMethod(method: string): string {
   }
 }
 
-function segEnd(s: string, start: number, hi: number): number {
-  const j = s.indexOf('/', start);
-  return j === -1 || j > hi ? hi : j;
+// The parts of the path being read, as ranges (newRequestInfo is synchronous, so one set serves every
+// call): partsFrom is where part 0 starts (after the leading '/'), partsTo where the last one ends
+// (before the trailing '/'), slashAt[k] the '/' that ends part k. Routing reads at most 9 parts
+// (apis/g/v/watch/namespaces/ns/resource/name/subresource), so the first SLASH_CAP are enough;
+// slashCount counts them all. hashAt[k] is part k's segmentHash (names.ts), lastHash that of the
+// characters after the last '/'.
+const SLASH_CAP = 16;
+// The path's character codes, copied by scanPath (names.ts says why); grown to the longest path seen.
+let codes = new Uint16Array(256);
+const slashAt = new Int32Array(SLASH_CAP);
+const hashAt = new Int32Array(SLASH_CAP);
+let slashCount = 0;
+let lastHash = 0;
+let partsFrom = 0;
+let partsTo = 0;
+
+/** One pass over path: records its part boundaries; SCAN_CTL on a control byte when checkCTL (then
+ *  nothing is recorded), else SCAN_PERCENT when it holds a '%', else SCAN_PLAIN. */
+function scanPath(s: string, checkCTL: boolean): number {
+  const len = s.length;
+  if (len > codes.length) codes = new Uint16Array(Math.max(len, codes.length * 2));
+  const cs = codes;
+  let lo = 0;
+  while (lo < len && s.charCodeAt(lo) === SLASH) lo++;
+  let n = 0;
+  let r = SCAN_PLAIN;
+  let h = 0; // segmentHash of the current part, as names.ts computes it
+  for (let i = lo; i < len; i++) {
+    const c = s.charCodeAt(i);
+    cs[i] = c;
+    // '/' 0x2f, '%' 0x25 and the control bytes < 0x20 are all ≤ 0x2f: letters and digits pass on one compare
+    if (c <= SLASH) {
+      if (c === SLASH) {
+        if (n < SLASH_CAP) {
+          slashAt[n] = i;
+          hashAt[n] = h;
+        }
+        n++;
+        h = 0;
+        continue;
+      } else if (c === PERCENT) {
+        r = SCAN_PERCENT;
+      } else if (c < 0x20 && checkCTL) {
+        return SCAN_CTL;
+      }
+    } else if (c === 0x7f && checkCTL) {
+      return SCAN_CTL;
+    }
+    h = (Math.imul(h, 31) + c) | 0;
+  }
+  slashCount = n;
+  lastHash = h;
+  partsFrom = lo;
+  return r;
 }
+
+/** How many parts strings.Split gives for path[partsFrom, partsTo) (not empty). */
+function partCount(): number {
+  let n = 1;
+  const m = slashCount < SLASH_CAP ? slashCount : SLASH_CAP;
+  while (n - 1 < m && slashAt[n - 1] < partsTo) n++;
+  // beyond the recorded slashes only "more than SLASH_CAP" matters, never the exact number
+  return n;
+}
+
+function partStart(k: number): number {
+  return k === 0 ? partsFrom : slashAt[k - 1] + 1;
+}
+
+function partEnd(k: number): number {
+  if (k >= slashCount) return partsTo;
+  const e = slashAt[k];
+  return e < partsTo ? e : partsTo;
+}
+
+function part(s: string, k: number): string {
+  return s.substring(partStart(k), partEnd(k));
+}
+
+/** Part k as one of names when it is one, else cut out of s. */
+function namePart(s: string, k: number, names: Names): string {
+  const a = partStart(k);
+  const b = partEnd(k);
+  // part k ends at slashAt[k] when a '/' follows it (a last part never ends before its trailing '/')
+  const known = names.find(codes, a, b, partHash(k));
+  return known !== undefined ? known : s.substring(a, b);
+}
+
+function partHash(k: number): number {
+  return k < slashCount ? hashAt[k] : lastHash;
+}
+
+function isPart(k: number, lit: Literal): boolean {
+  return lit.matches(codes, partStart(k), partEnd(k), partHash(k));
+}
+
+const P_API = new Literal('api');
+const P_APIS = new Literal('apis');
+const P_WATCH = new Literal('watch');
+const P_PROXY = new Literal('proxy');
+const P_NAMESPACES = new Literal('namespaces');
+const P_STATUS = new Literal('status');
+const P_FINALIZE = new Literal('finalize');
 
 function isSeg(s: string, start: number, end: number, lit: string): boolean {
   return end - start === lit.length && s.startsWith(lit, start);

@@ -108,3 +108,21 @@ test('distinctMembers: one server ID per distinct peer listener address (two IDs
   const t = RouteTable.build({ synced: true, local: { groups: [] }, peers: new Map(), memberAddresses: new Map([['b', '10.0.0.2:6445'], ['b-old', '10.0.0.2:6445'], ['c', '10.0.0.3:6445']]) });
   assert.deepEqual(t.distinctMembers, ['b', 'c']);
 });
+
+test('one resource name in several group/versions: each is routed by its own group and version', () => {
+  const widgets = (group: string, version: string): APIGroupDiscovery => ({
+    metadata: { name: group },
+    versions: [{ version, resources: [{ resource: 'widgets', scope: 'Namespaced', singularResource: 'widget', verbs: ['get'] }] }],
+  });
+  const t = RouteTable.build({
+    synced: true,
+    local: { groups: [widgets('a.example.com', 'v1')] },
+    peers: new Map([['apiserver-b', { address: '127.0.0.1:9443', groups: [widgets('b.example.com', 'v1'), widgets('a.example.com', 'v2')] }]]),
+  });
+  const d = (apiGroup: string, apiVersion: string) => decide(ri({ apiGroup, apiVersion, resource: 'widgets' }), undefined, t);
+  assert.deepEqual(d('a.example.com', 'v1'), { kind: 'local', reason: 'servedLocally' });
+  assert.deepEqual(d('b.example.com', 'v1'), { kind: 'peer', peers: ['apiserver-b'] });
+  assert.deepEqual(d('a.example.com', 'v2'), { kind: 'peer', peers: ['apiserver-b'] });
+  assert.deepEqual(d('b.example.com', 'v2'), { kind: 'notFound' }, 'the group of one entry and the version of another are no GVR');
+  assert.deepEqual(d('c.example.com', 'v1'), { kind: 'notFound' });
+});

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { newRequestInfo, RequestInfoError, type RequestInfo } from '../../src/request/requestinfo';
+import { Names, segmentHash } from '../../src/request/names';
 
 /** Go tests call http.NewRequest(method, url): split the URL at the first '?'. */
 function info(method: string, url: string): RequestInfo | RequestInfoError {
@@ -228,11 +229,13 @@ test('URL layer: percent-decoding as req.URL.Path, invalid escapes, control char
   for (const bad of ['/api/v1/pods/%', '/api/v1/pods/%4', '/api/v1/pods/%zz', '/api/v1/pods/%%41', '/%G0/v1/pods']) {
     assert.equal(errCode('GET', bad), 'MVP_ERR_REQUESTINFO_INVALID_ESCAPE', bad);
   }
-  for (const bad of ['/api/v1/pods\u0000', '/api/v1/po\tds', '/api/v1/pods\u007f', '/api/v1/pods?watch=\n1', '/api/v1/pods/%zz?x=\u0001']) {
+  // a control byte wins over a bad escape, wherever each is (url.parse checks before it unescapes)
+  for (const bad of ['/api/v1/pods\u0000', '/api/v1/po\tds', '/api/v1/pods\u007f', '/api/v1/pods?watch=\n1', '/api/v1/pods/%zz?x=\u0001', '/a%zz\t', '\t/a%zz', '//\u001f/api/v1/pods']) {
     assert.equal(errCode('GET', bad), 'MVP_ERR_REQUESTINFO_CONTROL_CHARACTER', JSON.stringify(bad));
   }
   // an escaped control byte is fine: it is data after decoding
   assert.equal(mustInfo('GET', '/api/v1/pods/%00').name, '\u0000');
+  assert.equal(mustInfo('GET', '/api/v1/pods/%00%2F%7F/x').subresource, '\u007f', 'a decoded path is split at every /, control bytes or not');
 });
 
 test('query: url.ParseQuery rules for the keys NewRequestInfo reads', () => {
@@ -373,10 +376,14 @@ const urlishPath = fc
   .tuple(fc.array(segment, { maxLength: 9 }), fc.boolean(), fc.boolean())
   .map(([segs, lead, trail]) => (lead ? '/' : '') + segs.join('/') + (trail ? '/' : ''));
 
+// Names holding most of the segments the generator uses, so both ways of taking a part (one of names,
+// or cut out of the path) are exercised on the same inputs.
+const SEGMENT_NAMES = new Names(['v1', 'g', 'apps', 'pods', 'x', 'namespaces', 'status', '', 'é', 'watch']);
+
 test('property: agrees with the split()-based transcription of the Go code', () => {
   fc.assert(
-    fc.property(methods, urlishPath, (method, path) => {
-      const got = newRequestInfo(method, path, '');
+    fc.property(methods, urlishPath, fc.boolean(), (method, path, withNames) => {
+      const got = newRequestInfo(method, path, '', withNames ? SEGMENT_NAMES : undefined);
       const want = reference(method, path);
       if (want === 'error') {
         assert.ok(got instanceof RequestInfoError);
@@ -387,6 +394,44 @@ test('property: agrees with the split()-based transcription of the Go code', () 
     }),
     { numRuns: 10000 },
   );
+});
+
+test("names: a request's group, version and resource come from the route table's names when they are one", () => {
+  // Records what find() answers: a miss for a name it holds would mean the path scan hashed a part
+  // differently from segmentHash (the values would still be right, the lookup slower).
+  class Recording extends Names {
+    readonly found: (string | undefined)[] = [];
+    override find(codes: Uint16Array, start: number, end: number, hash: number): string | undefined {
+      const r = super.find(codes, start, end, hash);
+      this.found.push(r);
+      return r;
+    }
+  }
+  const names = new Recording(['', 'v1', 'apps', 'deployments', 'pods', 'events.k8s.io', 'events', 'flowcontrol.apiserver.k8s.io', 'v1beta3']);
+  const cases: [url: string, found: (string | undefined)[]][] = [
+    ['/apis/apps/v1/namespaces/ns/deployments/web', ['apps', 'v1', 'deployments']],
+    ['/api/v1/pods', ['v1', 'pods']],
+    ['//api//v1/pods//', ['', 'v1']], // parts api, "", v1, pods: version "", resource "v1", name "pods"
+    ['/apis/events.k8s.io/v1/watch/namespaces/a/events?watch=1', ['events.k8s.io', 'v1', 'events']],
+    ['/apis/flowcontrol.apiserver.k8s.io/v1beta3/prioritylevelconfigurations/x/status', ['flowcontrol.apiserver.k8s.io', 'v1beta3', undefined]],
+    ['/apis/apps/v2/deployments', ['apps', undefined, 'deployments']],
+    ['/apis/%61pps/v1/deployments', ['apps', 'v1', 'deployments']], // the decoded path is scanned again
+    [`/apis/apps/v1/namespaces/${'n'.repeat(600)}/deployments`, ['apps', 'v1', 'deployments']], // longer than the code buffer's first size
+    [`/apis/apps/v1/namespaces/ns/deployments/a${'/b'.repeat(40)}`, ['apps', 'v1', 'deployments']], // more '/' than are recorded
+  ];
+  for (const [url, found] of cases) {
+    names.found.length = 0;
+    const withNames = info('GET', url);
+    const q = url.indexOf('?');
+    const without = q === -1 ? newRequestInfo('GET', url, '') : newRequestInfo('GET', url.slice(0, q), url.slice(q + 1));
+    assert.deepEqual(withNames, without, url);
+    assert.deepEqual(names.found, found, url);
+  }
+  function info(method: string, url: string) {
+    const q = url.indexOf('?');
+    return q === -1 ? newRequestInfo(method, url, '', names) : newRequestInfo(method, url.slice(0, q), url.slice(q + 1), names);
+  }
+  assert.equal(segmentHash('pods', 0, 4), (((('p'.charCodeAt(0) * 31 + 111) * 31 + 100) * 31 + 115) | 0));
 });
 
 const anyUtf16 = fc.array(fc.integer({ min: 0, max: 0xffff }), { maxLength: 40 }).map((a) => String.fromCharCode(...a));
