@@ -10,11 +10,14 @@
 // Shuffled with a fixed seed so consecutive calls do not repeat the same shape.
 //
 // Per request, ns (median of ≥7 interleaved runs A B C … A B C …, each a few hundred thousand calls):
-//   (a) newRequestInfo(method, path, query, table.names) + decide(info, undefined, table)   ← what handleClient does
+//   (a) newRequestInfo(method, path, query, table.names, false) + decide(info, undefined, table)   ← what handleClient does
 //   (b) new URL(path?query, 'http://x') alone                                  ← the target: (a) ≤ (b)
 //   (c) newRequestInfo + a flat Map keyed by `${group}/${version}/${resource}` (key build + Map.get)
 //   (a0) newRequestInfo alone
 //   (a-) / (c-) the lookup alone on pre-parsed RequestInfos (route table vs flat string key)
+//   (a~) (a) with every query dropped: (a) − (a~) is what the list/watch query rules cost
+//   (f) a floor for (a) in JavaScript: path and query read once (the control-byte check), an object of
+//       RequestInfo's shape with its substrings, one Map.get; what no port of NewRequestInfo can skip
 //   (e) negotiateDiscovery(Accept) on six client Accept headers (the discovery path's extra step)
 //   (d) find-my-way: not installed, skipped.
 // Allocation: bytes per call from V8 heap-used deltas over batches of 1,000 calls, each batch
@@ -197,7 +200,7 @@ function buildRequests(): Req[] {
 const REQS = buildRequests();
 const N = REQS.length;
 if (N < 1000) throw new Error(`only ${N} request targets built; want ≥ 1000`);
-const PARSED: (RequestInfo | RequestInfoError)[] = REQS.map((q) => newRequestInfo(q.method, q.path, q.query, table.names));
+const PARSED: (RequestInfo | RequestInfoError)[] = REQS.map((q) => newRequestInfo(q.method, q.path, q.query, table.names, false));
 
 const ACCEPTS = [
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json',
@@ -216,7 +219,7 @@ function runA(reps: number): number {
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) {
       const q = REQS[i];
-      s += decide(newRequestInfo(q.method, q.path, q.query, table.names), undefined, table).kind.length;
+      s += decide(newRequestInfo(q.method, q.path, q.query, table.names, false), undefined, table).kind.length;
     }
   }
   return s;
@@ -227,7 +230,7 @@ function runParse(reps: number): number {
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) {
       const q = REQS[i];
-      const info = newRequestInfo(q.method, q.path, q.query, table.names);
+      const info = newRequestInfo(q.method, q.path, q.query, table.names, false);
       s += info instanceof Error ? 1 : info.verb.length;
     }
   }
@@ -247,7 +250,7 @@ function runC(reps: number): number {
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) {
       const q = REQS[i];
-      s += decideFlat(newRequestInfo(q.method, q.path, q.query, table.names), undefined, flat).kind.length;
+      s += decideFlat(newRequestInfo(q.method, q.path, q.query, table.names, false), undefined, flat).kind.length;
     }
   }
   return s;
@@ -265,6 +268,64 @@ function runLookupFlat(reps: number): number {
   let s = 0;
   for (let r = 0; r < reps; r++) {
     for (let i = 0; i < N; i++) s += decideFlat(PARSED[i], undefined, flat).kind.length;
+  }
+  return s;
+}
+
+// (a~): the same as (a) with every query dropped, so (a) − (a~) is what list/watch queries cost
+// (url.ParseQuery and DecodeParameters' validation, requestinfo.ts listOrWatch).
+const NO_QUERY = REQS.map((q) => ({ ...q, query: '' }));
+
+function runNoQuery(reps: number): number {
+  let s = 0;
+  for (let r = 0; r < reps; r++) {
+    for (let i = 0; i < N; i++) {
+      const q = NO_QUERY[i];
+      s += decide(newRequestInfo(q.method, q.path, q.query, table.names, false), undefined, table).kind.length;
+    }
+  }
+  return s;
+}
+
+// (f): a floor for (a) in JavaScript, the work no RequestInfo can skip. Every character of path and
+// query read once with charCodeAt (the control-byte check Go's url.parse makes on the whole target),
+// an object of RequestInfo's shape with substrings as long as the request's group, version,
+// namespace, resource and name, and one Map.get on the resource. Parsing decides nothing here: the
+// lengths come from PARSED.
+const FLOOR_RESOURCES = new Map<string, number>();
+for (const p of PARSED) if (!(p instanceof Error) && p.resource !== '') FLOOR_RESOURCES.set(p.resource, p.resource.length);
+
+function hasCTL(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+function runFloor(reps: number): number {
+  let s = 0;
+  for (let r = 0; r < reps; r++) {
+    for (let i = 0; i < N; i++) {
+      const q = REQS[i];
+      const p = PARSED[i] as RequestInfo;
+      if (hasCTL(q.path) || hasCTL(q.query)) s++;
+      const path = q.path;
+      const o: RequestInfo = {
+        isResourceRequest: p.isResourceRequest,
+        path,
+        verb: p.verb,
+        apiPrefix: p.apiPrefix,
+        apiGroup: path.substring(1, 1 + p.apiGroup.length),
+        apiVersion: path.substring(2, 2 + p.apiVersion.length),
+        namespace: path.substring(3, 3 + p.namespace.length),
+        resource: path.substring(4, 4 + p.resource.length),
+        subresource: p.subresource,
+        name: path.substring(5, 5 + p.name.length),
+      };
+      kept = o;
+      s += FLOOR_RESOURCES.get(o.resource) ?? 0;
+    }
   }
   return s;
 }
@@ -292,7 +353,7 @@ function sliceOf(fn: AllocRow, start: number, count: number): number {
     const q = REQS[i];
     switch (fn) {
       case 'a': {
-        const info = newRequestInfo(q.method, q.path, q.query, table.names);
+        const info = newRequestInfo(q.method, q.path, q.query, table.names, false);
         kept = info;
         s += decide(info, undefined, table).kind.length;
         break;
@@ -304,7 +365,7 @@ function sliceOf(fn: AllocRow, start: number, count: number): number {
         break;
       }
       case 'c': {
-        const info = newRequestInfo(q.method, q.path, q.query, table.names);
+        const info = newRequestInfo(q.method, q.path, q.query, table.names, false);
         kept = info;
         s += decideFlat(info, undefined, flat).kind.length;
         break;
@@ -349,6 +410,8 @@ const rows: Row[] = [
   { id: '(a0)', label: 'newRequestInfo only', fn: runParse, ns: [] },
   { id: '(a-)', label: 'decide only (pre-parsed)', fn: runLookupNested, ns: [] },
   { id: '(c-)', label: 'flat key build + Map.get only (pre-parsed)', fn: runLookupFlat, ns: [] },
+  { id: '(a~)', label: '(a) with every query dropped', fn: runNoQuery, ns: [] },
+  { id: '(f)', label: 'floor: read path+query once, object, 1 Map.get', fn: runFloor, ns: [] },
   { id: '(e)', label: 'negotiateDiscovery(Accept), 6 headers', fn: runAccept, ns: [] },
 ];
 
@@ -450,6 +513,12 @@ function main(): void {
   console.log(
     `ratio (a)/(b) = ${(a / b).toFixed(2)}  (ratio of the medians; paired per-run ratios ${perRun.map((x) => x.toFixed(2)).join(' ')}, median ${median(perRun).toFixed(2)}; ` +
       `target ≤ 1.00: ${a <= b ? 'met' : 'NOT met'})`,
+  );
+  const noQuery = median(byId.get('(a~)')!.ns);
+  const floor = median(byId.get('(f)')!.ns);
+  console.log(
+    `ratio (f)/(b) = ${(floor / b).toFixed(2)}  (the JavaScript floor against new URL()); (a~)/(b) = ${(noQuery / b).toFixed(2)} ` +
+      `(path only); list/watch queries ${(a - noQuery).toFixed(0)} ns of (a)'s ${a.toFixed(0)} on average`,
   );
   console.log(`ratio (c)/(a) = ${(c / a).toFixed(2)}  (flat string-keyed Map vs the route table, whole path)`);
   console.log(

@@ -99,7 +99,7 @@ export class ProxyHandler {
     const start = performance.now();
     const snap = this.o.snapshots.current;
     // Request.
-    const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names);
+    const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names, /* selectorName */ false);
     const ri = info instanceof Error ? undefined : info;
     // Discovery: what mvproxy answers from the snapshot; anything it declines (/api, v2beta1, yaml,
     // a peer-only OpenAPI document, ...) goes on to routing and the apiserver.
@@ -129,7 +129,7 @@ export class ProxyHandler {
     if (this.o.lifecycle.draining) return writeStatus(ex, 'MVP_ERR_PEER_SHUTTING_DOWN');
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
-    const info = newRequestInfo(ex.method, ex.path, ex.query);
+    const info = newRequestInfo(ex.method, ex.path, ex.query, undefined, /* selectorName */ false);
     new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, this.o.snapshots.current, performance.now()).toLocal(true);
   }
 

@@ -464,3 +464,31 @@ test('property: never throws; always a RequestInfo or a RequestInfoError with a 
     { numRuns: 10000 },
   );
 });
+
+test('selectorName false (the proxy): no name from the fieldSelector, the same verb, also where only validation decides it', () => {
+  const routing = (url: string) => {
+    const q = url.indexOf('?');
+    return newRequestInfo('GET', url.slice(0, q), url.slice(q + 1), undefined, false) as RequestInfo;
+  };
+  const full = (url: string) => mustInfo('GET', url);
+  const selected = '/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dfoo&watch=1';
+  assert.deepEqual([full(selected).verb, full(selected).name], ['watch', 'foo']);
+  assert.deepEqual([routing(selected).verb, routing(selected).name], ['watch', '']);
+  assert.deepEqual(routing(selected), { ...full(selected), name: '' });
+  // 'ſ' (U+017F) folds to 's' (EqualFold) but does not lower to it (ToLower): with a limit that does
+  // not parse, DecodeParameters fails and the error branch's ToLower makes "falſe" a watch.
+  for (const [url, verb] of [
+    ['/api/v1/pods?watch=fal%C5%BFe', 'list'],
+    ['/api/v1/pods?watch=fal%C5%BFe&limit=x', 'watch'],
+    ['/api/v1/pods?watch=FALSE&limit=x', 'list'],
+    ['/api/v1/pods?watch=true&labelSelector=%21%21', 'watch'],
+    ['/api/v1/pods?w%61tch=0', 'list'],
+    ['/api/v1/pods?watch;=1&watch=', 'watch'],
+    ['/api/v1/pods?limit=500', 'list'],
+  ] as const) {
+    assert.equal(full(url).verb, verb, url);
+    assert.equal(routing(url).verb, verb, url);
+  }
+  // a name in the path stays
+  assert.equal(routing('/api/v1/watch/namespaces/a/pods/b?fieldSelector=metadata.name%3Dc').name, 'b');
+});
