@@ -5,73 +5,97 @@
 // hashes its characters first (V8 caches a string's hash only on the string itself), and cutting it
 // out allocates. In the native-bench profile (2026-12-04) the route lookup on fresh strings cost
 // ~120 ns of the ~550 ns newRequestInfo + decide took. newRequestInfo already reads every character of
-// the path once (the control-byte scan), so in that same pass it computes each part's hash
-// (segmentHash, inlined there) and copies the character codes into a Uint16Array. find() then rejects
-// on the hash and confirms on the copied codes, and answers the table's own string. The route table's
-// Maps hold the very same string objects, so their lookups meet a cached hash and an identical key.
-// Comparing through the copy matters: String.prototype.startsWith measured ~45 ns per call on these
-// short names, and a charCodeAt loop ~4 ns per character; a Uint16Array read is an indexed load.
+// the path once (the control-byte scan) from a byte copy of it, so in that same pass it computes each
+// part's hash (segmentHash, inlined there). find() then rejects on the hash and confirms on the bytes,
+// and answers the table's own string. The route table's Maps hold the very same string objects, so
+// their lookups meet a cached hash and an identical key. Comparing bytes matters:
+// String.prototype.startsWith measured ~45 ns per call on these short names, and a charCodeAt loop
+// ~4 ns per character; a byte is an indexed load.
+//
+// Bytes: a name is compared as its UTF-8 bytes. The path's copy is its characters when they are all
+// ASCII, else each non-ASCII character as the single byte 0x80; a name with a non-ASCII character
+// starts that character with a UTF-8 lead byte (≥ 0xC2), which neither an ASCII character nor 0x80
+// equals, so only an all-ASCII name can match, and then only the same ASCII characters.
 //
 // A part that is no known name (a namespace, an object name, a GVR nobody serves) is cut out as
 // before: find() answers undefined, and values are equal either way, so RequestInfo does not change.
 
-/** The part hash: h = h * 31 + charCode over the characters, in 32-bit integers. newRequestInfo's
- *  path scan computes the same value inline; test/unit/requestinfo.test.ts checks that they agree. */
-export function segmentHash(s: string, start: number, end: number): number {
+/** The part hash: h = h * 31 + byte over the bytes, in 32-bit integers. newRequestInfo's path scan
+ *  computes the same value inline; test/unit/requestinfo.test.ts checks that they agree. */
+export function segmentHash(b: Uint8Array, start: number, end: number): number {
   let h = 0;
-  for (let i = start; i < end; i++) h = (Math.imul(h, 31) + s.charCodeAt(i)) | 0;
+  for (let i = start; i < end; i++) h = (Math.imul(h, 31) + b[i]) | 0;
   return h;
 }
 
-/** A string with its hash and character codes, for comparing a part of the path with it. */
+/** A string with its hash and UTF-8 bytes, for comparing a part of the path with it. */
 export class Literal {
   readonly text: string;
   readonly hash: number;
-  readonly codes: Uint16Array;
+  readonly bytes: Uint8Array;
   constructor(text: string) {
     this.text = text;
-    this.hash = segmentHash(text, 0, text.length);
-    this.codes = new Uint16Array(text.length);
-    for (let i = 0; i < text.length; i++) this.codes[i] = text.charCodeAt(i);
+    this.bytes = new TextEncoder().encode(text);
+    this.hash = segmentHash(this.bytes, 0, this.bytes.length);
   }
 
-  /** codes[start, end) holds this text, whose hash is hash. */
-  matches(codes: Uint16Array, start: number, end: number, hash: number): boolean {
-    if (hash !== this.hash || end - start !== this.codes.length) return false;
-    const own = this.codes;
-    for (let i = 0; i < own.length; i++) if (codes[start + i] !== own[i]) return false;
+  /** bytes[start, end) holds this text, and hash is their segmentHash. */
+  matches(bytes: Uint8Array, start: number, end: number, hash: number): boolean {
+    const own = this.bytes;
+    if (hash !== this.hash || end - start !== own.length) return false;
+    for (let i = 0; i < own.length; i++) if (bytes[start + i] !== own[i]) return false;
     return true;
   }
 }
 
 export class Names {
-  /** Open addressing, linear probing; at most half full. */
-  private readonly slots: (Literal | undefined)[];
+  // Open addressing, linear probing, at most half full; slot j holds texts[j], its segmentHash
+  // hashes[j] and its bytes pool[offsets[j], offsets[j] + lengths[j]). Flat arrays: a probe reads
+  // integers, and touches bytes only when hash and length agree.
+  private readonly texts: (string | undefined)[];
+  private readonly hashes: Int32Array;
+  private readonly offsets: Int32Array;
+  private readonly lengths: Int32Array;
+  private readonly pool: Uint8Array;
   private readonly mask: number;
   readonly size: number;
 
   constructor(names: Iterable<string>) {
-    const unique = [...new Set(names)];
+    const unique = [...new Set(names)].map((n) => new Literal(n));
     let cap = 8;
     while (cap < unique.length * 2) cap *= 2;
-    this.slots = new Array<Literal | undefined>(cap).fill(undefined);
+    this.texts = new Array<string | undefined>(cap).fill(undefined);
+    this.hashes = new Int32Array(cap);
+    this.offsets = new Int32Array(cap);
+    this.lengths = new Int32Array(cap);
+    this.pool = new Uint8Array(unique.reduce((sum, l) => sum + l.bytes.length, 0));
     this.mask = cap - 1;
     this.size = unique.length;
-    for (const n of unique) {
-      const lit = new Literal(n);
+    let at = 0;
+    for (const lit of unique) {
       let j = lit.hash & this.mask;
-      while (this.slots[j] !== undefined) j = (j + 1) & this.mask;
-      this.slots[j] = lit;
+      while (this.texts[j] !== undefined) j = (j + 1) & this.mask;
+      this.texts[j] = lit.text;
+      this.hashes[j] = lit.hash;
+      this.offsets[j] = at;
+      this.lengths[j] = lit.bytes.length;
+      this.pool.set(lit.bytes, at);
+      at += lit.bytes.length;
     }
   }
 
-  /** The known name whose codes are codes[start, end) (and whose segmentHash is hash), or undefined. */
-  find(codes: Uint16Array, start: number, end: number, hash: number): string | undefined {
-    const slots = this.slots;
+  /** The known name whose bytes are bytes[start, end) (and whose segmentHash is hash), or undefined. */
+  find(bytes: Uint8Array, start: number, end: number, hash: number): string | undefined {
+    const len = end - start;
     for (let j = hash & this.mask; ; j = (j + 1) & this.mask) {
-      const lit = slots[j];
-      if (lit === undefined) return undefined;
-      if (lit.matches(codes, start, end, hash)) return lit.text;
+      const text = this.texts[j];
+      if (text === undefined) return undefined;
+      if (this.hashes[j] !== hash || this.lengths[j] !== len) continue;
+      const pool = this.pool;
+      const off = this.offsets[j];
+      let i = 0;
+      while (i < len && pool[off + i] === bytes[start + i]) i++;
+      if (i === len) return text;
     }
   }
 
