@@ -432,10 +432,23 @@ const watchQuery = new QueryValues(['watch']);
  * does not lower to it) takes the whole of listOrWatch.
  */
 function listOrWatchVerb(rawQuery: string): ListOrWatch {
+  // No pair can have the key "watch" when the query holds neither "watch" nor an escape of one of its
+  // letters: a list, without parsing the query (two native searches against ~3 ns per character).
+  if (rawQuery.indexOf('watch') === -1 && !escapesWatchLetter(rawQuery)) return LIST;
   const q = watchQuery;
   if (!q.parse(rawQuery) || !q.get(0)) return LIST; // no watch value: a list in both branches
   for (let i = q.start; i < q.end; i++) if (q.str.charCodeAt(i) >= 0x80) return listOrWatch(rawQuery).watch ? WATCH : LIST;
   return isZero(q.str, q.start, q.end) || equalFoldLower(q.str, q.start, q.end, 'false') ? LIST : WATCH;
+}
+
+/** s holds %61, %63, %68, %74 or %77: an escaped 'a', 'c', 'h', 't' or 'w' (only digits, so no case). */
+function escapesWatchLetter(s: string): boolean {
+  for (let j = s.indexOf('%'); j !== -1 && j + 2 < s.length; j = s.indexOf('%', j + 1)) {
+    const hi = s.charCodeAt(j + 1);
+    const lo = s.charCodeAt(j + 2);
+    if (hi === 0x36 ? lo === 0x31 || lo === 0x33 || lo === 0x38 : hi === 0x37 && (lo === 0x34 || lo === 0x37)) return true;
+  }
+  return false;
 }
 
 function isZero(s: string, a: number, b: number): boolean {

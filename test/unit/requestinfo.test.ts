@@ -488,6 +488,11 @@ test('selectorName false (the proxy): no name from the fieldSelector, the same v
     ['/api/v1/pods?watch=FALSE&limit=x', 'list'],
     ['/api/v1/pods?watch=true&labelSelector=%21%21', 'watch'],
     ['/api/v1/pods?w%61tch=0', 'list'],
+    // a watch key spelled with escapes is still one (the query holds no plain "watch")
+    ['/api/v1/pods?w%61tch=1', 'watch'],
+    ['/api/v1/pods?%77atch=true', 'watch'],
+    ['/api/v1/pods?wa%74%63%68=1', 'watch'],
+    ['/api/v1/pods?limit=5&%57atch=1', 'list'], // %57 is 'W': keys are case-sensitive
     ['/api/v1/pods?watch;=1&watch=', 'watch'],
     ['/api/v1/pods?limit=500', 'list'],
   ] as const) {
