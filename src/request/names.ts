@@ -4,10 +4,11 @@
 // Why: a group, version or resource cut out of the path is a fresh string. Looking it up in a Map
 // hashes its characters first (V8 caches a string's hash only on the string itself), and cutting it
 // out allocates. In the native-bench profile (2026-12-04) the route lookup on fresh strings cost
-// ~120 ns of the ~550 ns newRequestInfo + decide took. newRequestInfo already reads every character of
-// the path once (the control-byte scan) from a byte copy of it, so in that same pass it computes each
-// part's hash (segmentHash, inlined there). find() then rejects on the hash and confirms on the bytes,
-// and answers the table's own string. The route table's Maps hold the very same string objects, so
+// ~120 ns of the ~550 ns newRequestInfo + decide took. newRequestInfo already holds the path as bytes
+// (its control-byte scan reads them), so find() takes a range of them: it hashes the range in O(1)
+// (segmentHash: length, first and last byte), confirms on the bytes, and answers the table's own
+// string. (A hash over every byte, computed in the scan, measured ~25 ns more per request, more than
+// the extra collisions cost: 112 names of the native-bench table fill 256 slots.) The route table's Maps hold the very same string objects, so
 // their lookups meet a cached hash and an identical key. Comparing bytes matters:
 // String.prototype.startsWith measured ~45 ns per call on these short names, and a charCodeAt loop
 // ~4 ns per character; a byte is an indexed load.
@@ -20,12 +21,12 @@
 // A part that is no known name (a namespace, an object name, a GVR nobody serves) is cut out as
 // before: find() answers undefined, and values are equal either way, so RequestInfo does not change.
 
-/** The part hash: h = h * 31 + byte over the bytes, in 32-bit integers. newRequestInfo's path scan
- *  computes the same value inline; test/unit/requestinfo.test.ts checks that they agree. */
+/** The hash of bytes b[start, end): its length, first and last byte, spread by a Fibonacci multiply
+ *  (Names takes the top bits); O(1), so nothing hashes the path byte by byte. Names with the same
+ *  three (pods, pvcs) probe on, a byte compare each. */
 export function segmentHash(b: Uint8Array, start: number, end: number): number {
-  let h = 0;
-  for (let i = start; i < end; i++) h = (Math.imul(h, 31) + b[i]) | 0;
-  return h;
+  if (end <= start) return 0;
+  return Math.imul((((end - start) & 0xffff) << 16) | (b[start] << 8) | b[end - 1], 0x9e3779b1);
 }
 
 /** A string with its hash and UTF-8 bytes, for comparing a part of the path with it. */
@@ -39,10 +40,10 @@ export class Literal {
     this.hash = segmentHash(this.bytes, 0, this.bytes.length);
   }
 
-  /** bytes[start, end) holds this text, and hash is their segmentHash. */
-  matches(bytes: Uint8Array, start: number, end: number, hash: number): boolean {
+  /** bytes[start, end) holds this text. */
+  matches(bytes: Uint8Array, start: number, end: number): boolean {
     const own = this.bytes;
-    if (hash !== this.hash || end - start !== own.length) return false;
+    if (end - start !== own.length) return false;
     for (let i = 0; i < own.length; i++) if (bytes[start + i] !== own[i]) return false;
     return true;
   }
@@ -58,12 +59,19 @@ export class Names {
   private readonly lengths: Int32Array;
   private readonly pool: Uint8Array;
   private readonly mask: number;
+  /** 32 − log2(capacity): a hash's top bits pick its first slot. */
+  private readonly shift: number;
   readonly size: number;
 
   constructor(names: Iterable<string>) {
     const unique = [...new Set(names)].map((n) => new Literal(n));
     let cap = 8;
-    while (cap < unique.length * 2) cap *= 2;
+    let bits = 3;
+    while (cap < unique.length * 2) {
+      cap *= 2;
+      bits++;
+    }
+    this.shift = 32 - bits;
     this.texts = new Array<string | undefined>(cap).fill(undefined);
     this.hashes = new Int32Array(cap);
     this.offsets = new Int32Array(cap);
@@ -73,7 +81,7 @@ export class Names {
     this.size = unique.length;
     let at = 0;
     for (const lit of unique) {
-      let j = lit.hash & this.mask;
+      let j = lit.hash >>> this.shift;
       while (this.texts[j] !== undefined) j = (j + 1) & this.mask;
       this.texts[j] = lit.text;
       this.hashes[j] = lit.hash;
@@ -84,10 +92,11 @@ export class Names {
     }
   }
 
-  /** The known name whose bytes are bytes[start, end) (and whose segmentHash is hash), or undefined. */
-  find(bytes: Uint8Array, start: number, end: number, hash: number): string | undefined {
+  /** The known name whose bytes are bytes[start, end), or undefined. */
+  find(bytes: Uint8Array, start: number, end: number): string | undefined {
     const len = end - start;
-    for (let j = hash & this.mask; ; j = (j + 1) & this.mask) {
+    const hash = segmentHash(bytes, start, end);
+    for (let j = hash >>> this.shift; ; j = (j + 1) & this.mask) {
       const text = this.texts[j];
       if (text === undefined) return undefined;
       if (this.hashes[j] !== hash || this.lengths[j] !== len) continue;

@@ -10,12 +10,12 @@
 // strconv.ParseInt and strings.EqualFold/ToLower/Compare come from there too (strconv.ts,
 // strings.ts). This file keeps Kubernetes' logic.
 //
-// Hot path: this runs for every request. The path is read once (scanPath: control bytes, '%', the
-// '/' between parts, each part's hash, and a copy of the character codes); parts are then ranges,
-// compared with literals and the route table's names through that copy (names.ts says why). The
-// only allocations are the result object and the substrings that are no known name.
-// The list/watch branch reads the query in place, by index, and decodes a value only when it holds
-// '%' or '+'.
+// Hot path: this runs for every request. The path is written to bytes once and read once (scanPath:
+// control bytes, '%', the '/' between parts); parts are then ranges, compared with literals and the
+// route table's names through those bytes (names.ts says why). The only allocations are the result
+// object and the substrings that are no known name. The list/watch branch reads the query in place,
+// by index, and decodes a value only when it holds '%' or '+'; the proxy's call (selectorName false)
+// reads only the watch value, and not even that when the query cannot hold a watch key.
 //
 // Deliberate difference from Go: rawPath is used as given when it does not start with '/' (Go's
 // server would reject such a target as "invalid URI for request"; NewRequestInfo itself, which the
@@ -254,8 +254,7 @@ function lowerMethod(method: string): string {
 // call): partsFrom is where part 0 starts (after the leading '/'), partsTo where the last one ends
 // (before the trailing '/'), slashAt[k] the '/' that ends part k. Routing reads at most 9 parts
 // (apis/g/v/watch/namespaces/ns/resource/name/subresource), so the first SLASH_CAP are enough;
-// slashCount counts them all. hashAt[k] is part k's segmentHash (names.ts), lastHash that of the
-// characters after the last '/'.
+// slashCount counts them all.
 const SLASH_CAP = 16;
 // The path as bytes, one per character, written by scanPath: parts are compared with literals and
 // names through them (names.ts). An ASCII path is written by one native call (Buffer write, one
@@ -266,9 +265,7 @@ const SLASH_CAP = 16;
 let bytes = Buffer.allocUnsafe(1024);
 const NON_ASCII = 0x80;
 const slashAt = new Int32Array(SLASH_CAP);
-const hashAt = new Int32Array(SLASH_CAP);
 let slashCount = 0;
-let lastHash = 0;
 let partsFrom = 0;
 let partsTo = 0;
 
@@ -289,19 +286,13 @@ function scanPath(s: string, checkCTL: boolean): number {
   while (lo < len && bs[lo] === SLASH) lo++;
   let n = 0;
   let r = SCAN_PLAIN;
-  let h = 0; // segmentHash of the current part, as names.ts computes it
   for (let i = lo; i < len; i++) {
     const c = bs[i];
     // '/' 0x2f, '%' 0x25 and the control bytes < 0x20 are all ≤ 0x2f: letters and digits pass on one compare
     if (c <= SLASH) {
       if (c === SLASH) {
-        if (n < SLASH_CAP) {
-          slashAt[n] = i;
-          hashAt[n] = h;
-        }
+        if (n < SLASH_CAP) slashAt[n] = i;
         n++;
-        h = 0;
-        continue;
       } else if (c === PERCENT) {
         r = SCAN_PERCENT;
       } else if (c < 0x20 && checkCTL) {
@@ -310,10 +301,8 @@ function scanPath(s: string, checkCTL: boolean): number {
     } else if (c === 0x7f && checkCTL) {
       return SCAN_CTL;
     }
-    h = (Math.imul(h, 31) + c) | 0;
   }
   slashCount = n;
-  lastHash = h;
   partsFrom = lo;
   return r;
 }
@@ -345,17 +334,12 @@ function part(s: string, k: number): string {
 function namePart(s: string, k: number, names: Names): string {
   const a = partStart(k);
   const b = partEnd(k);
-  // part k ends at slashAt[k] when a '/' follows it (a last part never ends before its trailing '/')
-  const known = names.find(bytes, a, b, partHash(k));
+  const known = names.find(bytes, a, b);
   return known !== undefined ? known : s.substring(a, b);
 }
 
-function partHash(k: number): number {
-  return k < slashCount ? hashAt[k] : lastHash;
-}
-
 function isPart(k: number, lit: Literal): boolean {
-  return lit.matches(bytes, partStart(k), partEnd(k), partHash(k));
+  return lit.matches(bytes, partStart(k), partEnd(k));
 }
 
 const P_API = new Literal('api');
