@@ -233,6 +233,10 @@ test('URL layer: percent-decoding as req.URL.Path, invalid escapes, control char
   for (const bad of ['/api/v1/pods\u0000', '/api/v1/po\tds', '/api/v1/pods\u007f', '/api/v1/pods?watch=\n1', '/api/v1/pods/%zz?x=\u0001', '/a%zz\t', '\t/a%zz', '//\u001f/api/v1/pods']) {
     assert.equal(errCode('GET', bad), 'MVP_ERR_REQUESTINFO_CONTROL_CHARACTER', JSON.stringify(bad));
   }
+  // UTF-8 writes a non-ASCII character as bytes >= 0x80: none reads as a control byte, and one next to it still counts
+  assert.equal(mustInfo('GET', '/api/v1/pods?x=\u0101\u0100\u2001é').verb, 'list');
+  assert.equal(errCode('GET', '/api/v1/pods?x=é\u007f'), 'MVP_ERR_REQUESTINFO_CONTROL_CHARACTER');
+  assert.equal(errCode('GET', `/api/v1/pods?x=${'é'.repeat(5000)}\u0001`), 'MVP_ERR_REQUESTINFO_CONTROL_CHARACTER');
   // an escaped control byte is fine: it is data after decoding
   assert.equal(mustInfo('GET', '/api/v1/pods/%00').name, '\u0000');
   assert.equal(mustInfo('GET', '/api/v1/pods/%00%2F%7F/x').subresource, '\u007f', 'a decoded path is split at every /, control bytes or not');
@@ -428,6 +432,9 @@ test("names: a request's group, version and resource come from the route table's
     ['/api/v1/pads', ['v1', 'pads']],
     ['/api/v1/pids', ['v1', undefined]],
     ['/api/v1/p', ['v1', 'p']],
+    // the query is checked for control bytes through the same buffer, behind the path: a query that
+    // makes it grow must leave the path's bytes as they were
+    [`/apis/apps/v1/deployments?limit=${'1'.repeat(3000)}é`, ['apps', 'v1', 'deployments']],
   ];
   for (const [url, found] of cases) {
     names.found.length = 0;
