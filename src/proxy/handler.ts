@@ -129,8 +129,9 @@ export class ProxyHandler {
     if (this.o.lifecycle.draining) return writeStatus(ex, 'MVP_ERR_PEER_SHUTTING_DOWN');
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
     if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
-    const info = newRequestInfo(ex.method, ex.path, ex.query, undefined, /* selectorName */ false);
-    new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, this.o.snapshots.current, performance.now()).toLocal(true);
+    const snap = this.o.snapshots.current;
+    const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names, /* selectorName */ false);
+    new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, snap, performance.now()).toLocal(true);
   }
 
   /**

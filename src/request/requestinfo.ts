@@ -114,7 +114,7 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   // splitPath: strings.Split(strings.Trim(path, "/"), "/"). Part k is path[partStart(k), partEnd(k)).
   const lo = partsFrom;
   let hi = path.length;
-  while (hi > lo && path.charCodeAt(hi - 1) === SLASH) hi--;
+  while (hi > lo && bytes[hi - 1] === SLASH) hi--; // bytes holds path (scanned last)
   partsTo = hi;
   if (lo === hi) return nonResource(path, method, '');
   const parts = partCount();
