@@ -24,9 +24,24 @@
 /** The hash of bytes b[start, end): its length, first and last byte, spread by a Fibonacci multiply
  *  (Names takes the top bits); O(1), so nothing hashes the path byte by byte. Names with the same
  *  three (pods, pvcs) probe on, a byte compare each. */
-export function segmentHash(b: Uint8Array, start: number, end: number): number {
+export function segmentHash(b: DataView, start: number, end: number): number {
   if (end <= start) return 0;
-  return Math.imul((((end - start) & 0xffff) << 16) | (b[start] << 8) | b[end - 1], 0x9e3779b1);
+  return Math.imul((((end - start) & 0xffff) << 16) | (b.getUint8(start) << 8) | b.getUint8(end - 1), 0x9e3779b1);
+}
+
+/**
+ * a[aOff, aOff + len) equals b[bOff, bOff + len). Four bytes per read, the last four read again when
+ * len is no multiple of four: half the time of a byte loop on an 11-byte name (.tmp/dvmicro.ts,
+ * 7 against 13 ns), where the byte loop was ~10 % of newRequestInfo + decide.
+ */
+export function sameBytes(a: DataView, aOff: number, b: DataView, bOff: number, len: number): boolean {
+  if (len < 4) {
+    for (let i = 0; i < len; i++) if (a.getUint8(aOff + i) !== b.getUint8(bOff + i)) return false;
+    return true;
+  }
+  let i = 0;
+  for (; i + 4 <= len; i += 4) if (a.getUint32(aOff + i) !== b.getUint32(bOff + i)) return false;
+  return i === len || a.getUint32(aOff + len - 4) === b.getUint32(bOff + len - 4);
 }
 
 /** A string with its hash and UTF-8 bytes, for comparing a part of the path with it. */
@@ -34,18 +49,17 @@ export class Literal {
   readonly text: string;
   readonly hash: number;
   readonly bytes: Uint8Array;
+  private readonly view: DataView;
   constructor(text: string) {
     this.text = text;
     this.bytes = new TextEncoder().encode(text);
-    this.hash = segmentHash(this.bytes, 0, this.bytes.length);
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+    this.hash = segmentHash(this.view, 0, this.bytes.length);
   }
 
   /** bytes[start, end) holds this text. */
-  matches(bytes: Uint8Array, start: number, end: number): boolean {
-    const own = this.bytes;
-    if (end - start !== own.length) return false;
-    for (let i = 0; i < own.length; i++) if (bytes[start + i] !== own[i]) return false;
-    return true;
+  matches(bytes: DataView, start: number, end: number): boolean {
+    return end - start === this.bytes.length && sameBytes(this.view, 0, bytes, start, end - start);
   }
 }
 
@@ -57,7 +71,7 @@ export class Names {
   private readonly hashes: Int32Array;
   private readonly offsets: Int32Array;
   private readonly lengths: Int32Array;
-  private readonly pool: Uint8Array;
+  private readonly pool: DataView;
   private readonly mask: number;
   /** 32 − log2(capacity): a hash's top bits pick its first slot. */
   private readonly shift: number;
@@ -76,7 +90,8 @@ export class Names {
     this.hashes = new Int32Array(cap);
     this.offsets = new Int32Array(cap);
     this.lengths = new Int32Array(cap);
-    this.pool = new Uint8Array(unique.reduce((sum, l) => sum + l.bytes.length, 0));
+    const pool = new Uint8Array(unique.reduce((sum, l) => sum + l.bytes.length, 0));
+    this.pool = new DataView(pool.buffer);
     this.mask = cap - 1;
     this.size = unique.length;
     let at = 0;
@@ -87,24 +102,19 @@ export class Names {
       this.hashes[j] = lit.hash;
       this.offsets[j] = at;
       this.lengths[j] = lit.bytes.length;
-      this.pool.set(lit.bytes, at);
+      pool.set(lit.bytes, at);
       at += lit.bytes.length;
     }
   }
 
   /** The known name whose bytes are bytes[start, end), or undefined. */
-  find(bytes: Uint8Array, start: number, end: number): string | undefined {
+  find(bytes: DataView, start: number, end: number): string | undefined {
     const len = end - start;
     const hash = segmentHash(bytes, start, end);
     for (let j = hash >>> this.shift; ; j = (j + 1) & this.mask) {
       const text = this.texts[j];
       if (text === undefined) return undefined;
-      if (this.hashes[j] !== hash || this.lengths[j] !== len) continue;
-      const pool = this.pool;
-      const off = this.offsets[j];
-      let i = 0;
-      while (i < len && pool[off + i] === bytes[start + i]) i++;
-      if (i === len) return text;
+      if (this.hashes[j] === hash && this.lengths[j] === len && sameBytes(this.pool, this.offsets[j], bytes, start, len)) return text;
     }
   }
 

@@ -263,6 +263,15 @@ const SLASH_CAP = 16;
 // other characters is copied with charCodeAt, each of them as 0x80: it is no '/', '%' or control
 // byte, and a part holding one matches no name (names.ts says why). Grown to the longest path seen.
 let bytes = Buffer.allocUnsafe(1024);
+let view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); // the same bytes, for names.ts
+
+/** A larger buffer for bytes, holding its first `keep` bytes. */
+function growBytes(size: number, keep: number): void {
+  const grown = Buffer.allocUnsafe(Math.max(size, bytes.length * 2));
+  bytes.copy(grown, 0, 0, keep);
+  bytes = grown;
+  view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
+}
 const NON_ASCII = 0x80;
 const slashAt = new Int32Array(SLASH_CAP);
 let slashCount = 0;
@@ -274,7 +283,7 @@ let partsTo = 0;
 function scanPath(s: string, checkCTL: boolean): number {
   const len = s.length;
   // write() writes at most the room there is: 3 bytes per UTF-16 unit is the most it can need
-  if (len * 3 > bytes.length) bytes = Buffer.allocUnsafe(Math.max(len * 3, bytes.length * 2));
+  if (len * 3 > bytes.length) growBytes(len * 3, 0);
   const bs = bytes;
   if (bs.write(s, 0, 'utf8') !== len) {
     for (let i = 0; i < len; i++) {
@@ -315,11 +324,7 @@ function scanPath(s: string, checkCTL: boolean): number {
 function queryHasCTL(query: string, at: number): boolean {
   const len = query.length;
   if (len === 0) return false;
-  if (at + len * 3 > bytes.length) {
-    const grown = Buffer.allocUnsafe(Math.max(at + len * 3, bytes.length * 2));
-    bytes.copy(grown, 0, 0, at);
-    bytes = grown;
-  }
+  if (at + len * 3 > bytes.length) growBytes(at + len * 3, at);
   const bs = bytes;
   const end = at + bs.write(query, at, 'utf8');
   for (let i = at; i < end; i++) {
@@ -356,12 +361,12 @@ function part(s: string, k: number): string {
 function namePart(s: string, k: number, names: Names): string {
   const a = partStart(k);
   const b = partEnd(k);
-  const known = names.find(bytes, a, b);
+  const known = names.find(view, a, b);
   return known !== undefined ? known : s.substring(a, b);
 }
 
 function isPart(k: number, lit: Literal): boolean {
-  return lit.matches(bytes, partStart(k), partEnd(k));
+  return lit.matches(view, partStart(k), partEnd(k));
 }
 
 const P_API = new Literal('api');
