@@ -256,14 +256,21 @@ function lowerMethod(method: string): string {
 // (apis/g/v/watch/namespaces/ns/resource/name/subresource), so the first SLASH_CAP are enough;
 // slashCount counts them all.
 const SLASH_CAP = 16;
+const slashAt = new Int32Array(SLASH_CAP);
+let slashCount = 0;
+let partsFrom = 0;
+let partsTo = 0;
+
 // The path as bytes, one per character, written by scanPath: parts are compared with literals and
 // names through them (names.ts). An ASCII path is written by one native call (Buffer write, one
 // byte per character); reading a Buffer is an indexed load where charCodeAt costs ~1.6 ns per
-// character (the scan measured 165 → 125 ns per path, .tmp/scanmicro.ts 2026-12-04). A path with
+// character (a scan of the native-bench paths measured 165 → 125 ns, 2026-12-04). A path with
 // other characters is copied with charCodeAt, each of them as 0x80: it is no '/', '%' or control
-// byte, and a part holding one matches no name (names.ts says why). Grown to the longest path seen.
+// byte, and a part holding one matches no name (names.ts says why). The query's bytes go behind
+// the path's (queryHasCTL). Grown to the longest target seen.
 let bytes = Buffer.allocUnsafe(1024);
 let view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); // the same bytes, for names.ts
+const NON_ASCII = 0x80;
 
 /** A larger buffer for bytes, holding its first `keep` bytes. */
 function growBytes(size: number, keep: number): void {
@@ -272,11 +279,6 @@ function growBytes(size: number, keep: number): void {
   bytes = grown;
   view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
 }
-const NON_ASCII = 0x80;
-const slashAt = new Int32Array(SLASH_CAP);
-let slashCount = 0;
-let partsFrom = 0;
-let partsTo = 0;
 
 /** One pass over path: records its part boundaries; SCAN_CTL on a control byte when checkCTL (then
  *  nothing is recorded), else SCAN_PERCENT when it holds a '%', else SCAN_PLAIN. */
@@ -321,7 +323,9 @@ function scanPath(s: string, checkCTL: boolean): number {
 /**
  * stringContainsCTLByte(query), through bytes like the path: written behind the path's bytes (which
  * stay), then read. UTF-8 keeps every byte < 0x80 as it is and writes other characters as bytes
- * >= 0x80, so the answer is exact whatever the query holds (~20 % less than charCodeAt, measured).
+ * >= 0x80, so the answer is exact whatever the query holds (~20 % less time than a charCodeAt loop
+ * on the native-bench queries). It also notes, for listOrWatchVerb, whether the query could hold a
+ * watch key, so that a list's query is read once.
  */
 function queryHasCTL(query: string, at: number): boolean {
   queryMayHoldWatch = false;
