@@ -12,7 +12,7 @@ import type { TLSPolicy } from '../config/tls-policy';
 import http from 'node:http';
 import https from 'node:https';
 import http2 from 'node:http2';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
 import { NodeExchange } from './node-http';
@@ -167,11 +167,18 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
         port: typeof addr === 'object' && addr ? addr.port : port,
         stopAccepting: () => {
           state.stopAccepting();
-          if (server.listening) server.close();
+          // Stop listening, and only that. http.Server.close() would also destroy the idle keep-alive
+          // connections at once (Node >= 19), and a request a client sent on one in that instant got
+          // ECONNRESET (test/integration/shutdown.test.ts, seen once under load). Left open, such a
+          // request gets the drain's 429 Status with Connection: close, which clients retry
+          // (client-go honours its Retry-After); uWS's us_listen_socket_close behaves the same way.
+          // close() ends what is left.
+          if (server.listening) net.Server.prototype.close.call(server);
           for (const sess of sessions) if (!sess.closed) sess.close();
         },
         close: () => {
           if (server.listening) server.close();
+          else if (typeof server.closeIdleConnections === 'function') server.closeIdleConnections();
           for (const sess of sessions) sess.destroy();
           // http2's server has no closeAllConnections: its HTTP/1.1 connections end with the process.
           if (typeof server.closeAllConnections === 'function') server.closeAllConnections();

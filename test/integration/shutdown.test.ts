@@ -8,6 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { startChildDaemon } from '../support/child-daemon';
 import { startFakeUpstream } from '../support/fake-upstream';
+import net from 'node:net';
+import { closedWithin, readResponse } from '../support/http1';
 
 for (const frontend of FRONTENDS) {
   test(`SIGTERM during a long watch and a stream of requests (${frontend} front end)`, async (t) => {
@@ -78,6 +80,60 @@ for (const frontend of FRONTENDS) {
       assert.match(watchText, /"name":"a"/);
     } finally {
       await agent.close();
+      await d.stop('SIGKILL');
+      await upstream.close();
+    }
+  });
+}
+
+for (const frontend of FRONTENDS) {
+  test(`a kept-alive connection idle when the drain starts (${frontend} front end): its next request gets the 429 Status and Connection: close, not a reset`, async () => {
+    const upstream = await startFakeUpstream((req, res) => {
+      if (req.url?.startsWith('/api/v1/namespaces/default/configmaps/slow')) {
+        setTimeout(() => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"kind":"ConfigMap","metadata":{"name":"slow"}}');
+        }, 2500); // in flight through the drain, so the drain lasts
+        return true;
+      }
+      if (req.url === '/api/v1/namespaces/default/configmaps/a') {
+        const body = '{"kind":"ConfigMap","metadata":{"name":"a"}}';
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) }); // readResponse reads Content-Length
+        res.end(body);
+        return true;
+      }
+      return false;
+    });
+    const d = await startChildDaemon([`--frontend=${frontend}`, '--secure-port=0', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${upstream.url}`, '--shutdown-delay-duration=300ms', '--shutdown-drain-timeout=5s']);
+    const s = net.connect(d.clientPort, '127.0.0.1');
+    try {
+      await new Promise<void>((resolve, reject) => s.once('connect', resolve).once('error', reject));
+      const get = (name: string) => s.write(`GET /api/v1/namespaces/default/configmaps/${name} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      get('a');
+      const first = await readResponse(s);
+      assert.equal(first.closed, false, 'kept alive');
+      const slow = request(`http://127.0.0.1:${d.clientPort}/api/v1/namespaces/default/configmaps/slow`).then(async (r) => {
+        await r.body.text();
+        return r.statusCode;
+      });
+      await sleep(200);
+      const exited = d.stop('SIGTERM');
+      await sleep(700); // past the 300 ms delay: the listener stopped accepting; the slow request holds the drain open
+      const err = await new Promise<Error | null>((resolve) => {
+        s.once('error', resolve);
+        setTimeout(() => resolve(null), 100);
+      });
+      assert.equal(err, null, 'the idle connection was not reset when the drain started');
+      assert.equal(s.destroyed, false, 'the idle connection is still open');
+      get('b');
+      const second = await readResponse(s);
+      assert.equal(second.status, 429, second.head);
+      assert.match(second.head, /\r\nconnection: close/i);
+      assert.ok(await closedWithin(s, 3000), 'closed after the answer');
+      assert.equal(await slow, 200, 'the request in flight finished');
+      assert.equal(await exited, 0);
+    } finally {
+      s.destroy();
       await d.stop('SIGKILL');
       await upstream.close();
     }
