@@ -515,3 +515,44 @@ test('selectorName false (the proxy): no name from the fieldSelector, the same v
   // a name in the path stays
   assert.equal(routing('/api/v1/watch/namespaces/a/pods/b?fieldSelector=metadata.name%3Dc').name, 'b');
 });
+
+// The request path's call (names, selectorName false) against the whole port, on arbitrary inputs:
+// the same result but for a list's or watch's name from the fieldSelector. Queries lean on the watch
+// key's spellings (escaped letters, case, 'ſ') and on values that fail DecodeParameters.
+const watchPiece = fc.constantFrom('watch', 'w%61tch', '%77atch', 'wat%63h', 'WATCH', '=', '&', ';', '0', '1', 'true', 'false', 'FALSE', 'fal%C5%BFe', 'falſe', 'limit=x', 'limit=5', 'labelSelector=%21%21', 'fieldSelector=metadata.name%3Dfoo', '%', '%7', 'w', 'é', '\u0001');
+const watchishQuery = fc.oneof(
+  fc.array(watchPiece, { maxLength: 12 }).map((a) => a.join('')),
+  // a watch pair among pairs that may make DecodeParameters fail, in any order
+  fc
+    .tuple(
+      fc.constantFrom('watch', 'w%61tch', '%77atch', 'WATCH', 'watch;'),
+      fc.constantFrom('', '0', '1', 'true', 'false', 'FALSE', 'fal%C5%BFe', 'falſe', 'FALſE', '%', 'é'),
+      fc.subarray(['limit=x', 'limit=5', 'timeoutSeconds=1.5', 'labelSelector=%21%21', 'labelSelector=a%3Db', 'fieldSelector=metadata.name%3Dfoo', 'fieldSelector=a', 'watch=0']),
+      fc.boolean(),
+    )
+    .map(([key, value, rest, first]) => (first ? [`${key}=${value}`, ...rest] : [...rest, `${key}=${value}`]).join('&')),
+);
+const ROUTE_NAMES = new Names(['', 'v1', 'apps', 'pods', 'namespaces', 'deployments', 'g', 'r', 'é']);
+
+test('property: with names and selectorName false, the same RequestInfo but for the selector name', () => {
+  fc.assert(
+    fc.property(
+      fc.oneof(methods, fc.string()),
+      fc.oneof(fc.constantFrom('/api/v1/pods', '/apis/apps/v1/namespaces/a/deployments', '/api/v1/watch/pods', '/api/v1/namespaces/x/pods/y', '/apis/g/v1/r'), urlishRawPath, urlishPath, anyUtf16),
+      fc.oneof(watchishQuery, urlishQuery, fc.string({ unit: 'binary' }), anyUtf16),
+      (method, path, query) => {
+        const full = newRequestInfo(method, path, query);
+        const routing = newRequestInfo(method, path, query, ROUTE_NAMES, false);
+        if (full instanceof RequestInfoError) {
+          assert.ok(routing instanceof RequestInfoError);
+          assert.equal(routing.code, full.code);
+          return;
+        }
+        // the name a path gives is kept; only one read from the query goes
+        const pathName = (newRequestInfo(method, path, '') as RequestInfo).name;
+        assert.deepEqual(routing, { ...full, name: pathName });
+      },
+    ),
+    { numRuns: 20000 },
+  );
+});
