@@ -1,6 +1,7 @@
-// net/url's unescaping and control-byte check: a port of go/src/net/url/url.go of Go 1.26
-// (unescape in its encodePath/encodePathSegment and encodeQueryComponent modes, ishex, unhex,
-// stringContainsCTLByte). url.ParseRequestURI unescapes req.URL.Path with it and url.ParseQuery each
+// net/url's unescaping: a port of go/src/net/url/url.go of Go 1.26 (unescape in its
+// encodePath/encodePathSegment and encodeQueryComponent modes, ishex, unhex). Its control-byte check
+// (stringContainsCTLByte) runs in src/request/requestinfo.ts, in the same pass that reads the request
+// target's bytes. url.ParseRequestURI unescapes req.URL.Path with unescape, and url.ParseQuery each
 // query key and value (src/gocompat/query.ts).
 //
 // What differs:
@@ -12,15 +13,6 @@
 
 const PERCENT = 0x25;
 const PLUS = 0x2b;
-
-/** stringContainsCTLByte: a byte < 0x20 or 0x7f (url.parse refuses the URL: "invalid control character"). */
-export function stringContainsCTLByte(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
-}
 
 /** unhex for a character ishex accepts ([0-9a-fA-F]); -1 for any other. */
 function unhex(c: number): number {

@@ -72,11 +72,13 @@ const CODE_PROXY_PATH = 'MVP_ERR_REQUESTINFO_PROXY_PATH';
 const SLASH = 0x2f;
 const PERCENT = 0x25;
 
-// What scanPath found. It does in one pass what Go does in two (stringContainsCTLByte on the whole
-// URI, then unescape's count of '%').
+// What scanPath and scanQuery found. scanPath does in one pass what Go does in two
+// (stringContainsCTLByte on the whole URI, then unescape's count of '%'); SCAN_MAY_WATCH is
+// scanQuery's: the query holds "watch" or an escape of one of its letters.
 const SCAN_PLAIN = 0;
 const SCAN_PERCENT = 1;
 const SCAN_CTL = 2;
+const SCAN_MAY_WATCH = 3;
 const EQ = 0x3d;
 
 /**
@@ -101,9 +103,8 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   // over the path also finds its '/' (the part boundaries below) and whether it holds a '%'.
   let path = rawPath;
   const scan = scanPath(rawPath, true);
-  if (scan === SCAN_CTL || queryHasCTL(rawQuery, rawPath.length)) {
-    return new RequestInfoError(CODE_CONTROL_CHARACTER, 'net/url: invalid control character in URL');
-  }
+  const queryScan = scan === SCAN_CTL ? SCAN_CTL : scanQuery(rawQuery, rawPath.length);
+  if (queryScan === SCAN_CTL) return new RequestInfoError(CODE_CONTROL_CHARACTER, 'net/url: invalid control character in URL');
   if (scan === SCAN_PERCENT) {
     const decoded = unescape(rawPath, 0, rawPath.length, false);
     if (decoded === null) return new RequestInfoError(CODE_INVALID_ESCAPE, `invalid URL escape in ${JSON.stringify(rawPath)}`);
@@ -170,7 +171,7 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   }
 
   if (name.length === 0 && verb === 'get') {
-    const lw = selectorName ? listOrWatch(rawQuery) : listOrWatchVerb(rawQuery);
+    const lw = selectorName ? listOrWatch(rawQuery) : listOrWatchVerb(rawQuery, queryScan === SCAN_MAY_WATCH);
     verb = lw.watch ? 'watch' : 'list';
     if (lw.name !== undefined) name = lw.name;
   }
@@ -267,7 +268,7 @@ let partsTo = 0;
 // character (a scan of the native-bench paths measured 165 → 125 ns, 2026-12-04). A path with
 // other characters is copied with charCodeAt, each of them as 0x80: it is no '/', '%' or control
 // byte, and a part holding one matches no name (names.ts says why). The query's bytes go behind
-// the path's (queryHasCTL). Grown to the longest target seen.
+// the path's (scanQuery). Grown to the longest target seen.
 let bytes = Buffer.allocUnsafe(1024);
 let view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); // the same bytes, for names.ts
 const NON_ASCII = 0x80;
@@ -321,16 +322,15 @@ function scanPath(s: string, checkCTL: boolean): number {
 }
 
 /**
- * stringContainsCTLByte(query), through bytes like the path: written behind the path's bytes (which
- * stay), then read. UTF-8 keeps every byte < 0x80 as it is and writes other characters as bytes
- * >= 0x80, so the answer is exact whatever the query holds (~20 % less time than a charCodeAt loop
- * on the native-bench queries). It also notes, for listOrWatchVerb, whether the query could hold a
- * watch key, so that a list's query is read once.
+ * SCAN_CTL when stringContainsCTLByte(query), read through bytes like the path: written behind the
+ * path's bytes (which stay). UTF-8 keeps every byte < 0x80 as it is and writes other characters as
+ * bytes >= 0x80, so the answer is exact whatever the query holds (~20 % less time than a charCodeAt
+ * loop on the native-bench queries). Else SCAN_MAY_WATCH when the query could hold a watch key (for
+ * listOrWatchVerb, so that a list's query is read once), else SCAN_PLAIN.
  */
-function queryHasCTL(query: string, at: number): boolean {
-  queryMayHoldWatch = false;
+function scanQuery(query: string, at: number): number {
   const len = query.length;
-  if (len === 0) return false;
+  if (len === 0) return SCAN_PLAIN;
   if (at + len * 3 > bytes.length) growBytes(at + len * 3, at);
   const bs = bytes;
   const end = at + bs.write(query, at, 'utf8');
@@ -340,13 +340,12 @@ function queryHasCTL(query: string, at: number): boolean {
     // '&' to 'v' (0x26–0x76): letters before 'w', digits, '=', '&', '.', '-' go on after one unsigned
     // compare; control bytes, '%', 'w' and DEL are all outside that range.
     if (((c - 0x26) >>> 0) < 0x51) continue;
-    if (c < 0x20 || c === 0x7f) return true;
+    if (c < 0x20 || c === 0x7f) return SCAN_CTL;
     // while the bytes are here: "watch", or '%' before 61, 63, 68, 74 or 77 (an escaped 'a', 'c',
     // 'h', 't' or 'w'; only digits, so no case)
     if (c === 0x77 || c === PERCENT) mayWatch ||= watchAt(bs, i, end);
   }
-  queryMayHoldWatch = mayWatch;
-  return false;
+  return mayWatch ? SCAN_MAY_WATCH : SCAN_PLAIN;
 }
 
 /** At bs[i] ('w' or '%'): "watch", or an escape of one of its letters. */
@@ -357,9 +356,6 @@ function watchAt(bs: Buffer, i: number, end: number): boolean {
   const lo = bs[i + 2];
   return hi === 0x36 ? lo === 0x31 || lo === 0x33 || lo === 0x38 : hi === 0x37 && (lo === 0x34 || lo === 0x37);
 }
-
-/** Whether the query queryHasCTL read last could have a watch key (listOrWatchVerb). */
-let queryMayHoldWatch = false;
 
 /** How many parts strings.Split gives for path[partsFrom, partsTo) (not empty). */
 function partCount(): number {
@@ -469,10 +465,10 @@ const watchQuery = new QueryValues(['watch']);
  * selectors, limit, timeoutSeconds) does not matter. A non-ASCII one (U+017F 'ſ' folds to 's' but
  * does not lower to it) takes the whole of listOrWatch.
  */
-function listOrWatchVerb(rawQuery: string): ListOrWatch {
+function listOrWatchVerb(rawQuery: string, mayHoldWatch: boolean): ListOrWatch {
   // No pair can have the key "watch" when the query holds neither "watch" nor an escape of one of its
-  // letters: a list, without parsing the query. queryHasCTL looked, on this request's query.
-  if (!queryMayHoldWatch) return LIST;
+  // letters (scanQuery): a list, without parsing the query.
+  if (!mayHoldWatch) return LIST;
   const q = watchQuery;
   if (!q.parse(rawQuery) || !q.get(0)) return LIST; // no watch value: a list in both branches
   for (let i = q.start; i < q.end; i++) if (q.str.charCodeAt(i) >= 0x80) return listOrWatch(rawQuery).watch ? WATCH : LIST;

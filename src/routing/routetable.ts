@@ -104,8 +104,9 @@ export class RouteTable {
 
   private constructor(groups: Map<string, VersionMap>, groupVersions: Map<string, Map<string, GroupVersionRoute>>, synced: boolean, size: number, peerAddresses: ReadonlyMap<string, string>, memberAddresses: ReadonlyMap<string, string>) {
     this.groups = groups;
-    this.byResource = indexByResource(groups);
-    this.names = namesOf(groups);
+    const index = lookupIndex(groups);
+    this.byResource = index.byResource;
+    this.names = index.names;
     this.groupVersions = groupVersions;
     this.synced = synced;
     this.size = size;
@@ -219,30 +220,23 @@ export class RouteTable {
 
 const EMPTY_SET: ReadonlySet<string> = new Set();
 
-function namesOf(groups: Map<string, VersionMap>): Names {
+/** lookup()'s index by resource name, and every name in the table (the same string objects). */
+function lookupIndex(groups: Map<string, VersionMap>): { byResource: Map<string, readonly ResourceRoute[]>; names: Names } {
+  const byResource = new Map<string, ResourceRoute[]>();
   const names: string[] = [];
   for (const [group, vm] of groups) {
     names.push(group);
     for (const [version, rm] of vm) {
       names.push(version);
-      for (const resource of rm.keys()) names.push(resource);
-    }
-  }
-  return new Names(names);
-}
-
-function indexByResource(groups: Map<string, VersionMap>): Map<string, readonly ResourceRoute[]> {
-  const out = new Map<string, ResourceRoute[]>();
-  for (const [group, vm] of groups) {
-    for (const [version, rm] of vm) {
       for (const [resource, entry] of rm) {
-        let list = out.get(resource);
-        if (list === undefined) out.set(resource, (list = []));
+        names.push(resource);
+        let list = byResource.get(resource);
+        if (list === undefined) byResource.set(resource, (list = []));
         list.push(Object.freeze({ group, version, entry }));
       }
     }
   }
-  return out;
+  return { byResource, names: new Names(names) };
 }
 
 /**

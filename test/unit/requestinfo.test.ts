@@ -556,3 +556,22 @@ test('property: with names and selectorName false, the same RequestInfo but for 
     { numRuns: 20000 },
   );
 });
+
+// Go's TestRejectControlCharacters (net/url, stringContainsCTLByte), on the request target: the check
+// newRequestInfo makes on the path (scanPath) and on the query (scanQuery).
+test('TestRejectControlCharacters: bytes < 0x20 and 0x7f, but not non-ASCII control characters, in the path and in the query', () => {
+  const rejected = (s: string) => {
+    const asPath = newRequestInfo('GET', s.startsWith('/') ? s : '/' + s, '');
+    const asQuery = newRequestInfo('GET', '/api/v1/pods', s);
+    const ctl = (r: RequestInfo | RequestInfoError) => r instanceof RequestInfoError && r.code === 'MVP_ERR_REQUESTINFO_CONTROL_CHARACTER';
+    assert.equal(ctl(asPath), ctl(asQuery), JSON.stringify(s));
+    return ctl(asPath);
+  };
+  for (const s of ['http://foo.com/?foo\nbar', 'http\r://foo.com/', 'http://foo\x7f.com/']) {
+    assert.equal(rejected(s), true, JSON.stringify(s));
+  }
+  assert.equal(rejected('http://foo.com/ctl\x80'), false);
+  assert.equal(rejected('/api/v1/\x00'), true);
+  assert.equal(rejected('/api/v1/\x1f'), true);
+  assert.equal(rejected(' ~'), false);
+});
