@@ -23,7 +23,7 @@
 
 import { parseInt64OK } from '../gocompat/strconv';
 import { compareByteOrder, equalFoldLower, toLowerIs } from '../gocompat/strings';
-import { QueryValues } from '../gocompat/query';
+import { MAX_QUERY_PARAMS, QueryValues } from '../gocompat/query';
 import { Literal, Names } from './names';
 import { unescape } from '../gocompat/url';
 
@@ -71,6 +71,8 @@ const CODE_PROXY_PATH = 'MVP_ERR_REQUESTINFO_PROXY_PATH';
 
 const SLASH = 0x2f;
 const PERCENT = 0x25;
+const AMP = 0x26;
+const SEMI = 0x3b;
 
 // What scanPath and scanQuery found. scanPath does in one pass what Go does in two
 // (stringContainsCTLByte on the whole URI, then unescape's count of '%'); SCAN_MAY_WATCH is
@@ -273,10 +275,16 @@ let bytes = Buffer.allocUnsafe(1024);
 let view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); // the same bytes, for names.ts
 const NON_ASCII = 0x80;
 
+// Where scanQuery wrote the last query: bytes[queryFrom, queryTo), still there while queryInBytes.
+let queryFrom = 0;
+let queryTo = 0;
+let queryInBytes = false;
+
 /** A larger buffer for bytes, holding its first `keep` bytes. */
 function growBytes(size: number, keep: number): void {
   const grown = Buffer.allocUnsafe(Math.max(size, bytes.length * 2));
   bytes.copy(grown, 0, 0, keep);
+  if (keep < queryTo) queryInBytes = false;
   bytes = grown;
   view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
 }
@@ -288,7 +296,11 @@ function scanPath(s: string, checkCTL: boolean): number {
   // write() writes at most the room there is: 3 bytes per UTF-16 unit is the most it can need
   if (len * 3 > bytes.length) growBytes(len * 3, 0);
   const bs = bytes;
-  if (bs.write(s, 0, 'utf8') !== len) {
+  const written = bs.write(s, 0, 'utf8');
+  // a new target (its query is written next), or a decoded path whose UTF-8 reached the query's bytes
+  // (a raw path with '%' and non-ASCII characters can have more bytes decoded than raw)
+  if (checkCTL || written > queryFrom) queryInBytes = false;
+  if (written !== len) {
     for (let i = 0; i < len; i++) {
       const c = s.charCodeAt(i);
       bs[i] = c < 0x80 ? c : NON_ASCII;
@@ -334,6 +346,9 @@ function scanQuery(query: string, at: number): number {
   if (at + len * 3 > bytes.length) growBytes(at + len * 3, at);
   const bs = bytes;
   const end = at + bs.write(query, at, 'utf8');
+  queryFrom = at;
+  queryTo = end;
+  queryInBytes = true;
   let mayWatch = false;
   for (let i = at; i < end; i++) {
     const c = bs[i];
@@ -469,10 +484,51 @@ function listOrWatchVerb(rawQuery: string, mayHoldWatch: boolean): ListOrWatch {
   // No pair can have the key "watch" when the query holds neither "watch" nor an escape of one of its
   // letters (scanQuery): a list, without parsing the query.
   if (!mayHoldWatch) return LIST;
+  const plain = plainWatchVerb();
+  if (plain !== undefined) return plain;
   const q = watchQuery;
   if (!q.parse(rawQuery) || !q.get(0)) return LIST; // no watch value: a list in both branches
   for (let i = q.start; i < q.end; i++) if (q.str.charCodeAt(i) >= 0x80) return listOrWatch(rawQuery).watch ? WATCH : LIST;
   return isZero(q.str, q.start, q.end) || equalFoldLower(q.str, q.start, q.end, 'false') ? LIST : WATCH;
+}
+
+/**
+ * listOrWatchVerb read from the query's bytes (scanQuery), without url.ParseQuery, when Go would
+ * unescape and reject nothing up to the first pair keyed "watch": no '%', ';' or non-ASCII byte
+ * before that pair's end (pairs after it cannot change Values.Get("watch")). undefined otherwise,
+ * for a query with MAX_QUERY_PARAMS or more bytes (it may have too many pairs: no values at all),
+ * and when a decoded path has overwritten the query's bytes.
+ * The usual watch queries (watch=true&resourceVersion=…) are this case; QueryValues.parse cost them
+ * ~300 ns more than a list's (.tmp scratch run, 2026-12-04; native-bench row (a) says the rest).
+ */
+function plainWatchVerb(): ListOrWatch | undefined {
+  if (!queryInBytes || queryTo - queryFrom >= MAX_QUERY_PARAMS) return undefined;
+  const bs = bytes;
+  const end = queryTo;
+  let pair = queryFrom; // where the current pair starts
+  for (let i = queryFrom; i <= end; i++) {
+    const c = i < end ? bs[i] : AMP;
+    if (c === AMP) {
+      // the pair bs[pair, i): key "watch" alone, or "watch=" then the value
+      if (i - pair >= 5 && bs[pair] === 0x77 && bs[pair + 1] === 0x61 && bs[pair + 2] === 0x74 && bs[pair + 3] === 0x63 && bs[pair + 4] === 0x68) {
+        if (i - pair === 5) return WATCH; // "watch": the value "" is neither "0" nor "false"
+        if (bs[pair + 5] === EQ) return plainFalse(bs, pair + 6, i) ? LIST : WATCH;
+      }
+      pair = i + 1;
+    } else if (c === PERCENT || c === SEMI || c >= 0x80) {
+      // '+' needs no check: it unescapes to ' ', so a key holding one is never "watch" and a value
+      // holding one is never "0" or "false", raw or unescaped
+      return undefined;
+    }
+  }
+  return LIST; // no pair keyed "watch"
+}
+
+/** bs[a, b) is "0", or "false" in any ASCII case (b − a ≤ 5, no non-ASCII byte: EqualFold and ToLower agree). */
+function plainFalse(bs: Buffer, a: number, b: number): boolean {
+  if (b - a === 1) return bs[a] === 0x30;
+  // | 0x20 lowers 'A'–'Z'; the bytes it would wrongly map to a letter are not among these
+  return b - a === 5 && (bs[a] | 0x20) === 0x66 && (bs[a + 1] | 0x20) === 0x61 && (bs[a + 2] | 0x20) === 0x6c && (bs[a + 3] | 0x20) === 0x73 && (bs[a + 4] | 0x20) === 0x65;
 }
 
 function isZero(s: string, a: number, b: number): boolean {

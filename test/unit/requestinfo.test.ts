@@ -508,6 +508,24 @@ test('selectorName false (the proxy): no name from the fieldSelector, the same v
     ['/api/v1/pods?limit=5&%57atch=1', 'list'], // %57 is 'W': keys are case-sensitive
     ['/api/v1/pods?watch;=1&watch=', 'watch'],
     ['/api/v1/pods?limit=500', 'list'],
+    // read from the query's bytes (plainWatchVerb): the first pair keyed "watch" decides
+    ['/api/v1/pods?resourceVersion=5&watch=true&watch=false', 'watch'],
+    ['/api/v1/pods?watch=FaLsE&watch=1', 'list'],
+    ['/api/v1/pods?watch=0', 'list'],
+    ['/api/v1/pods?watch=00', 'watch'],
+    ['/api/v1/pods?watch', 'watch'],
+    ['/api/v1/pods?watch&watch=0', 'watch'],
+    ['/api/v1/pods?watchx=1&xwatch=1', 'list'],
+    ['/api/v1/pods?allowWatchBookmarks=true&watch=0', 'list'],
+    // ';' drops a pair in Go (so "watch=0" is the first value); '+' is a space, so never "0" or "false"
+    ['/api/v1/pods?watch=1;&watch=0', 'list'],
+    ['/api/v1/pods?watch=0;&watch=1', 'watch'],
+    ['/api/v1/pods?watch=+0&watch=0', 'watch'],
+    ['/api/v1/pods?watch=fal+se', 'watch'],
+    // a path whose decoded UTF-8 is longer than the raw path (non-ASCII characters and an escape)
+    // reaches the bytes the query was written to ("watch" → "pods"); the query is then read from the string
+    ['/api/v1/namespaces/éééééé%41/pods?watch=true', 'watch'],
+    ['/api/v1/namespaces/éé%41éééé/pods?watch=1&limit=1', 'watch'],
   ] as const) {
     assert.equal(full(url).verb, verb, url);
     assert.equal(routing(url).verb, verb, url);
@@ -526,7 +544,7 @@ const watchishQuery = fc.oneof(
   fc
     .tuple(
       fc.constantFrom('watch', 'w%61tch', '%77atch', 'WATCH', 'watch;'),
-      fc.constantFrom('', '0', '1', 'true', 'false', 'FALSE', 'fal%C5%BFe', 'falſe', 'FALſE', '%', 'é'),
+      fc.constantFrom('', '0', '1', 'true', 'false', 'FALSE', 'fal%C5%BFe', 'falſe', 'FALſE', '%', 'é', 'true;x', '0;', '+0', 'fal+se'),
       fc.subarray(['limit=x', 'limit=5', 'timeoutSeconds=1.5', 'labelSelector=%21%21', 'labelSelector=a%3Db', 'fieldSelector=metadata.name%3Dfoo', 'fieldSelector=a', 'watch=0']),
       fc.boolean(),
     )
