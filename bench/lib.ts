@@ -142,13 +142,15 @@ export function childrenCpuSeconds(): number {
 }
 
 /** VmRSS and VmHWM (peak) in bytes; NaN when gone. */
-export function memory(pid: number): { rss: number; hwm: number } {
+/** Bytes: resident set, its peak, and its anonymous and file-backed parts (RssFile counts the pages
+ *  of the node binary and the shared libraries a process has touched; other processes share them). */
+export function memory(pid: number): { rss: number; hwm: number; anon: number; file: number } {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
   } catch {
-    return { rss: NaN, hwm: NaN };
+    return { rss: NaN, hwm: NaN, anon: NaN, file: NaN };
   }
 }
 
