@@ -1,85 +1,175 @@
-// The floor of mvproxy's design: the same runtime and the same two libraries (uWebSockets.js in
-// front, undici's dispatch() behind), with none of mvproxy's logic: no RequestInfo, no routing,
-// no header rules, no metrics, no deadlines, no request body. It copies the request head upstream
-// and streams the answer back with backpressure. Whatever mvproxy costs above this per request is
-// its own code; what this costs above nginx is the JavaScript stack's (issue 18's analysis).
+// The floor of mvproxy's design: the same runtime and the same libraries (uWebSockets.js or
+// node:http in front, undici's dispatch() behind), with none of mvproxy's logic: no RequestInfo, no
+// routing, no header rules, no metrics, no deadlines, no request body. It copies the request head
+// upstream and streams the answer back with backpressure. Whatever mvproxy costs above this per
+// request is its own code; what this costs above nginx is the JavaScript stack's (issue 18's
+// analysis). Two front ends, as mvproxy has: `uws` (the default) and `node`.
 //
-//   node --import tsx bench/floor-proxy.ts <port> <upstream origin>
+//   node bench/floor-proxy.ts <port> <upstream origin> [uws|node]
 //
-// Prints {"listening":<port>} once it accepts. Bench-only: GET and HEAD without bodies.
+// Runs without tsx (Node ≥ 23 strips the types: only erasable syntax here, CommonJS), so its RSS is
+// the process's own and not that of tsx's loader thread too. Prints {"listening":<port>} once it
+// accepts. Bench-only: GET and HEAD without bodies.
 
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { HttpResponse } from 'uwebsockets';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
-// The native addon is CommonJS only (src/listener/uws.ts loads it the same way).
-const uws = require('uwebsockets') as typeof import('uwebsockets');
+const { Pool } = require('undici') as typeof import('undici');
 
-const [portArg, origin] = process.argv.slice(2);
+const [portArg, origin, front = 'uws'] = process.argv.slice(2);
 const pool = new Pool(origin!, { connections: 128, pipelining: 1 });
 
+/** What a front end's response offers the relay. */
+interface Sink {
+  head(status: number, headers: [string, string][], length: number): void;
+  /** The whole body at once (it arrived in one chunk of its Content-Length). */
+  whole(chunk: Buffer): void;
+  /** false: paused until onWritable */
+  write(chunk: Buffer): boolean;
+  end(): void;
+  fail(message: string): void;
+  aborted: boolean;
+  onWritable: (() => void) | null;
+}
+
 class Relay implements Dispatcher.DispatchHandler {
-  private aborted = false;
-  private resume: (() => void) | null = null;
   private length = -1;
   private ended = false;
-  constructor(private readonly res: import('uwebsockets').HttpResponse) {
-    res.onAborted(() => (this.aborted = true));
-    res.onWritable(() => {
-      this.resume?.();
-      return true;
-    });
+  private readonly sink: Sink;
+  constructor(sink: Sink) {
+    this.sink = sink;
   }
   onRequestStart(): void {}
   onResponseStart(controller: Dispatcher.DispatchController, status: number): void {
-    if (this.aborted) return;
+    if (this.sink.aborted) return;
     const raw = controller.rawHeaders as Buffer[];
-    const res = this.res;
-    this.resume = () => controller.resume();
-    res.cork(() => {
-      res.writeStatus(String(status));
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i]!.toString('latin1');
-        const lower = name.toLowerCase();
-        if (lower === 'content-length') this.length = Number(raw[i + 1]!.toString('latin1'));
-        else if (lower !== 'connection' && lower !== 'date' && lower !== 'transfer-encoding') res.writeHeader(name, raw[i + 1]!.toString('latin1'));
-      }
-    });
+    const headers: [string, string][] = [];
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toString('latin1');
+      const lower = name.toLowerCase();
+      if (lower === 'content-length') this.length = Number(raw[i + 1]!.toString('latin1'));
+      else if (lower !== 'connection' && lower !== 'date' && lower !== 'transfer-encoding' && lower !== 'keep-alive') headers.push([name, raw[i + 1]!.toString('latin1')]);
+    }
+    this.sink.onWritable = () => controller.resume();
+    this.sink.head(status, headers, this.length);
   }
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.aborted) return;
+    if (this.sink.aborted) return;
     if (this.length === chunk.length) {
-      // The whole body in one chunk (the 2 KiB GET): one end() with its Content-Length, as mvproxy's tryEnd.
+      // The whole body in one chunk (the 2 KiB GET): one end with its Content-Length, as mvproxy's tryEnd.
       this.ended = true;
-      this.res.cork(() => this.res.end(chunk));
+      this.sink.whole(chunk);
       return;
     }
-    let ok = true;
-    this.res.cork(() => {
-      ok = this.res.write(chunk);
-    });
-    if (!ok) controller.pause();
+    if (!this.sink.write(chunk)) controller.pause();
   }
   onResponseEnd(): void {
-    if (!this.aborted && !this.ended) this.res.cork(() => this.res.end());
+    if (!this.sink.aborted && !this.ended) this.sink.end();
   }
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
-    if (this.aborted) return;
-    this.res.cork(() => this.res.writeStatus('502').end(err.message));
+    if (!this.sink.aborted) this.sink.fail(err.message);
   }
 }
 
-const app = uws.App();
-app.any('/*', (res, req) => {
-  const headers: string[] = [];
-  req.forEach((k, v) => {
-    if (k !== 'host' && k !== 'connection') headers.push(k, v);
+function uwsSink(res: HttpResponse): Sink {
+  const sink: Sink = {
+    aborted: false,
+    onWritable: null,
+    head(status, headers) {
+      res.cork(() => {
+        res.writeStatus(String(status));
+        for (const [k, v] of headers) res.writeHeader(k, v);
+      });
+    },
+    whole(chunk) {
+      res.cork(() => res.end(chunk));
+    },
+    write(chunk) {
+      let ok = true;
+      res.cork(() => {
+        ok = res.write(chunk);
+      });
+      return ok;
+    },
+    end() {
+      res.cork(() => res.end());
+    },
+    fail(message) {
+      res.cork(() => res.writeStatus('502').end(message));
+    },
+  };
+  res.onAborted(() => (sink.aborted = true));
+  res.onWritable(() => {
+    sink.onWritable?.();
+    return true;
   });
-  const q = req.getQuery();
-  pool.dispatch({ method: req.getCaseSensitiveMethod() as Dispatcher.HttpMethod, path: q ? `${req.getUrl()}?${q}` : req.getUrl(), headers, body: null }, new Relay(res));
-});
-app.listen('127.0.0.1', Number(portArg), (sock) => {
-  if (!sock) {
-    console.error(`floor-proxy: cannot listen on ${portArg}`);
-    process.exit(1);
-  }
-  console.log(JSON.stringify({ listening: Number(portArg) }));
-});
+  return sink;
+}
+
+function nodeSink(res: ServerResponse): Sink {
+  const sink: Sink = {
+    aborted: false,
+    onWritable: null,
+    head(status, headers, len) {
+      res.statusCode = status;
+      for (const [k, v] of headers) res.setHeader(k, v);
+      if (len >= 0) res.setHeader('content-length', len);
+    },
+    whole(chunk) {
+      res.end(chunk);
+    },
+    write(chunk) {
+      return res.write(chunk);
+    },
+    end() {
+      res.end();
+    },
+    fail(message) {
+      if (!res.headersSent) res.statusCode = 502;
+      res.end(message);
+    },
+  };
+  res.on('close', () => {
+    if (!res.writableFinished) sink.aborted = true;
+  });
+  res.on('drain', () => sink.onWritable?.());
+  return sink;
+}
+
+function listening(port: number): void {
+  console.log(JSON.stringify({ listening: port, front }));
+}
+
+if (front === 'node') {
+  const http = require('node:http') as typeof import('node:http');
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req: IncomingMessage, res: ServerResponse) => {
+    const headers: string[] = [];
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const k = raw[i]!.toLowerCase();
+      if (k !== 'host' && k !== 'connection') headers.push(k, raw[i + 1]!);
+    }
+    pool.dispatch({ method: req.method as Dispatcher.HttpMethod, path: req.url!, headers, body: null }, new Relay(nodeSink(res)));
+  });
+  server.listen(Number(portArg), '127.0.0.1', () => listening(Number(portArg)));
+} else {
+  // The native addon is CommonJS only (src/listener/uws.ts loads it the same way).
+  const uws = require('uwebsockets') as typeof import('uwebsockets');
+  const app = uws.App();
+  app.any('/*', (res, req) => {
+    const headers: string[] = [];
+    req.forEach((k, v) => {
+      if (k !== 'host' && k !== 'connection') headers.push(k, v);
+    });
+    const q = req.getQuery();
+    pool.dispatch({ method: req.getCaseSensitiveMethod() as Dispatcher.HttpMethod, path: q ? `${req.getUrl()}?${q}` : req.getUrl(), headers, body: null }, new Relay(uwsSink(res)));
+  });
+  app.listen('127.0.0.1', Number(portArg), (sock) => {
+    if (!sock) {
+      console.error(`floor-proxy: cannot listen on ${portArg}`);
+      process.exit(1);
+    }
+    listening(Number(portArg));
+  });
+}

@@ -89,6 +89,7 @@ const ALL: ScenarioInfo[] = [
   S('haproxy/get', 'HAProxy', 'get', PATHS.get, ACCEPT_JSON),
   S('go/get', 'Go httputil.ReverseProxy', 'get', PATHS.get, ACCEPT_JSON),
   S('floor/get', 'floor: uWS + undici dispatch(), no mvproxy logic', 'get', PATHS.get, ACCEPT_JSON),
+  S('floor-node/get', 'floor: node:http + undici dispatch(), no mvproxy logic', 'get', PATHS.get, ACCEPT_JSON),
   S('direct/list', 'direct (backend, no proxy)', 'list', PATHS.list, ACCEPT_JSON),
   S('uws/list', 'mvproxy local, uWS front end', 'list', PATHS.list, ACCEPT_JSON),
   S('node/list', 'mvproxy local, node:http front end', 'list', PATHS.list, ACCEPT_JSON),
@@ -97,6 +98,7 @@ const ALL: ScenarioInfo[] = [
   S('haproxy/list', 'HAProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('go/list', 'Go httputil.ReverseProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('floor/list', 'floor: uWS + undici dispatch(), no mvproxy logic', 'list', PATHS.list, ACCEPT_JSON),
+  S('floor-node/list', 'floor: node:http + undici dispatch(), no mvproxy logic', 'list', PATHS.list, ACCEPT_JSON),
   S('uws-tls/get', 'mvproxy local, uWS, TLS HTTP/1.1', 'get', PATHS.get, ACCEPT_JSON, TLS_H1),
   // The cost of request logs when on (issue 15 §4): uws/get again with --v=4, one JSON line per request to stderr.
   S('uws-v4/get', 'mvproxy local, uWS, --v=4 request logs', 'get', PATHS.get, ACCEPT_JSON),
@@ -271,8 +273,9 @@ async function setup(): Promise<void> {
     if (need.has('haproxy')) anchors.push(await tryStart('haproxy', () => startHaproxy(tmp, be.portA, PINNING)));
     if (need.has('go')) anchors.push(await tryStart('go', () => startGoProxy(be.portA, PINNING)));
     if (need.has('floor')) anchors.push(await tryStart('floor', () => startFloorProxy(be.portA, PINNING)));
+    if (need.has('floor-node')) anchors.push(await tryStart('floor-node', () => startFloorProxy(be.portA, PINNING, 'node')));
   } else {
-    for (const n of ['nginx', 'haproxy', 'go', 'floor']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
+    for (const n of ['nginx', 'haproxy', 'go', 'floor', 'floor-node']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
   }
   for (const a of anchors) {
     if ('skipped' in a) {

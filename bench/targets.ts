@@ -160,7 +160,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
 // ---------------------------------------------------------------- anchors
 
 export interface Anchor {
-  name: 'nginx' | 'haproxy' | 'go' | 'floor';
+  name: 'nginx' | 'haproxy' | 'go' | 'floor' | 'floor-node';
   version: string;
   proc: Proc;
   port: number;
@@ -295,19 +295,23 @@ backend be
 }
 
 /**
- * bench/floor-proxy.ts: uWebSockets.js + undici dispatch() and nothing else, on the same Node, with
- * the image's environment (IMAGE_ENV): the floor mvproxy's design stands on (issue 18).
+ * bench/floor-proxy.ts: uWebSockets.js (or node:http, `front` 'node') + undici dispatch() and nothing
+ * else, on the same Node, with the image's environment (IMAGE_ENV): the floor mvproxy's design
+ * stands on (issue 18). Node ≥ 23 runs it without tsx (type stripping), so no loader thread adds to
+ * its RSS, as none does to mvproxy's (dist build).
  */
-export async function startFloorProxy(backendPort: number, pin: Pinning): Promise<AnchorResult> {
+export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws'): Promise<AnchorResult> {
   const port = await freePort();
-  const proc = startProc('floor-proxy', process.execPath, ['--import', 'tsx', join(__dirname, 'floor-proxy.ts'), String(port), `http://127.0.0.1:${backendPort}`], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
+  const loader = Number(process.versions.node.split('.')[0]) >= 23 ? [] : ['--import', 'tsx'];
+  const name = front === 'uws' ? 'floor' : 'floor-node';
+  const proc = startProc(name, process.execPath, [...loader, join(__dirname, 'floor-proxy.ts'), String(port), `http://127.0.0.1:${backendPort}`, front], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
   try {
     await proc.waitFor(/"listening"/, 20_000);
   } catch (e) {
     await proc.stop('SIGKILL');
     throw e;
   }
-  return { name: 'floor', version: `node ${process.version}`, proc, port, pids: () => [proc.pid] };
+  return { name, version: `node ${process.version}`, proc, port, pids: () => [proc.pid] };
 }
 
 /** bench/goproxy (net/http/httputil.ReverseProxy), built with `go build` into bench/.build. */
