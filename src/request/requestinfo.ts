@@ -127,11 +127,14 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   let apiGroup = '';
   let apiVersion: string;
   let cur: number; // index of currentParts[0]
-  if (isPart(0, P_API)) {
+  // part 0 is "api" or "apis": read once, its length first
+  const n0 = partEnd(0) - lo;
+  const api = (n0 === 3 || n0 === 4) && bytes[lo] === 0x61 && bytes[lo + 1] === 0x70 && bytes[lo + 2] === 0x69; // "api"
+  if (api && n0 === 3) {
     apiPrefix = 'api';
     apiVersion = namePart(path, 1, names);
     cur = 2;
-  } else if (isPart(0, P_APIS)) {
+  } else if (api && bytes[lo + 3] === 0x73) {
     apiPrefix = 'apis';
     // Go sets APIPrefix before the "do we have four parts?" check, so /apis/g/v keeps it.
     if (parts < 4) return nonResource(path, method, apiPrefix);
@@ -403,12 +406,18 @@ function namePart(s: string, k: number, names: Names): string {
   return known !== undefined ? known : s.substring(a, b);
 }
 
+/** Part k is lit: lengths first (most parts differ there), then a byte loop over a literal of 5 to 10
+ *  bytes on the Buffer itself. */
 function isPart(k: number, lit: Literal): boolean {
-  return lit.matches(view, partStart(k), partEnd(k));
+  const a = partStart(k);
+  const lb = lit.bytes;
+  const n = lb.length;
+  if (partEnd(k) - a !== n) return false;
+  const bs = bytes;
+  for (let i = 0; i < n; i++) if (bs[a + i] !== lb[i]) return false;
+  return true;
 }
 
-const P_API = new Literal('api');
-const P_APIS = new Literal('apis');
 const P_WATCH = new Literal('watch');
 const P_PROXY = new Literal('proxy');
 const P_NAMESPACES = new Literal('namespaces');
