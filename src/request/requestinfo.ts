@@ -147,8 +147,9 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
 
   // /{watch|proxy}/... is a verb via path; it needs something after it.
   let verb: string;
-  if (isPart(cur, P_WATCH) || isPart(cur, P_PROXY)) {
-    const w = bytes[partStart(cur)] === 0x77; // 'w'
+  const curStart = partStart(cur);
+  if (partEnd(cur) - curStart === 5 && (isPart(cur, P_WATCH) || isPart(cur, P_PROXY))) {
+    const w = bytes[curStart] === 0x77; // 'w'
     if (cur + 1 === parts) {
       return new RequestInfoError(w ? CODE_WATCH_PATH : CODE_PROXY_PATH, `unable to determine kind and namespace from url, ${rawPath}`);
     }
