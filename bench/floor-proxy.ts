@@ -5,7 +5,12 @@
 // request is its own code; what this costs above nginx is the JavaScript stack's (issue 18's
 // analysis). Two front ends, as mvproxy has: `uws` (the default) and `node`.
 //
-//   node bench/floor-proxy.ts <port> <upstream origin> [uws|node]
+//   node bench/floor-proxy.ts <port> <upstream origin> [uws|node] [TLS options]
+//
+// TLS options, for the floor of the peer route (two floors chained over mutual TLS, as mvproxy A and
+// B): --tls-cert F --tls-key F [--client-ca F] serve TLS (uWS SSLApp; with a CA, client certificates
+// are asked for and verified, as on mvproxy's peer listener); --upstream-ca F --upstream-cert F
+// --upstream-key F --upstream-servername S dial an https origin with a client certificate.
 //
 // Runs without tsx (Node ≥ 23 strips the types: only erasable syntax here, CommonJS), so its RSS is
 // the process's own and not that of tsx's loader thread too. Prints {"listening":<port>} once it
@@ -17,8 +22,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const { Pool } = require('undici') as typeof import('undici');
 
-const [portArg, origin, front = 'uws'] = process.argv.slice(2);
-const pool = new Pool(origin!, { connections: 128, pipelining: 1 });
+const { readFileSync } = require('node:fs') as typeof import('node:fs');
+
+const args = process.argv.slice(2);
+const opt = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i === -1 ? undefined : args[i + 1];
+};
+const [portArg, origin] = args;
+const front = args[2] === 'node' ? 'node' : 'uws';
+const upstreamCA = opt('--upstream-ca');
+const pool = new Pool(origin!, {
+  connections: 128,
+  pipelining: 1,
+  ...(upstreamCA ? { connect: { ca: readFileSync(upstreamCA), cert: readFileSync(opt('--upstream-cert')!), key: readFileSync(opt('--upstream-key')!), servername: opt('--upstream-servername') } } : {}),
+});
 
 /** What a front end's response offers the relay. */
 interface Sink {
@@ -31,6 +49,8 @@ interface Sink {
   fail(message: string): void;
   aborted: boolean;
   onWritable: (() => void) | null;
+  /** A queued write the sink made on its own did not all go out: pause the upstream until onWritable. */
+  onFlushBlocked?: (() => void) | null;
 }
 
 class Relay implements Dispatcher.DispatchHandler {
@@ -52,6 +72,7 @@ class Relay implements Dispatcher.DispatchHandler {
       else if (lower !== 'connection' && lower !== 'date' && lower !== 'transfer-encoding' && lower !== 'keep-alive') headers.push([name, raw[i + 1]!.toString('latin1')]);
     }
     this.sink.onWritable = () => controller.resume();
+    this.sink.onFlushBlocked = () => controller.pause();
     this.sink.head(status, headers, this.length);
   }
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -72,10 +93,34 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 }
 
+// Chunks up to one TLS record (16 KiB, what node:tls hands over per callback on the peer hop) are
+// queued and written once per turn, as mvproxy's UwsResponse does; written one by one, a 100 KiB
+// body from a TLS upstream costs a sendto per record. Larger chunks (plain 64 KiB reads) go at once.
+const COALESCE_CHUNK_MAX = 16 * 1024;
+const COALESCE_MAX = 256 * 1024;
+
 function uwsSink(res: HttpResponse): Sink {
+  let queue: Buffer[] = [];
+  let queued = 0;
+  let armed = false;
+  const writeNow = (chunk: Buffer): boolean => {
+    let ok = true;
+    res.cork(() => {
+      ok = res.write(chunk);
+    });
+    return ok;
+  };
+  const flush = (): boolean => {
+    if (queue.length === 0 || sink.aborted) return true;
+    const chunk = queue.length === 1 ? queue[0]! : Buffer.concat(queue, queued);
+    queue = [];
+    queued = 0;
+    return writeNow(chunk);
+  };
   const sink: Sink = {
     aborted: false,
     onWritable: null,
+    onFlushBlocked: null,
     head(status, headers) {
       res.cork(() => {
         res.writeStatus(String(status));
@@ -86,13 +131,20 @@ function uwsSink(res: HttpResponse): Sink {
       res.cork(() => res.end(chunk));
     },
     write(chunk) {
-      let ok = true;
-      res.cork(() => {
-        ok = res.write(chunk);
-      });
-      return ok;
+      if (chunk.length > COALESCE_CHUNK_MAX) return flush() && writeNow(chunk);
+      queue.push(chunk);
+      queued += chunk.length;
+      if (!armed) {
+        armed = true;
+        setImmediate(() => {
+          armed = false;
+          if (!flush()) sink.onFlushBlocked?.();
+        });
+      }
+      return queued < COALESCE_MAX;
     },
     end() {
+      flush();
       res.cork(() => res.end());
     },
     fail(message) {
@@ -156,7 +208,9 @@ if (front === 'node') {
 } else {
   // The native addon is CommonJS only (src/listener/uws.ts loads it the same way).
   const uws = require('uwebsockets') as typeof import('uwebsockets');
-  const app = uws.App();
+  const cert = opt('--tls-cert');
+  const ca = opt('--client-ca');
+  const app = cert ? uws.SSLApp({ cert_file_name: cert, key_file_name: opt('--tls-key')!, ...(ca ? { ca_file_name: ca } : {}) }) : uws.App();
   app.any('/*', (res, req) => {
     const headers: string[] = [];
     req.forEach((k, v) => {

@@ -20,7 +20,7 @@ import { Pool } from 'undici';
 import { ACCEPT_DISCOVERY_JSON, ACCEPT_DISCOVERY_PB, ACCEPT_JSON, PATHS } from './payloads';
 import { childrenCpuSeconds, cpuBusy, cpuSeconds, cpuTimes, median, memory, repin, round, sleep, startProc, TASKSET, type Proc } from './lib';
 import { runLoad, toolAvailable, WRK, wrkVersion, type Tool } from './load';
-import { buildDist, makePKI, startBackend, startFloorProxy, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type Pinning, type Runtime } from './targets';
+import { buildDist, makePKI, startBackend, startFloorPeer, startFloorProxy, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type Pinning, type Runtime } from './targets';
 import { checks, markdown, summarize, summarizeWatches, svgChart, updateReadme } from './report';
 import type { BenchResult, OpenWatches, RunRecord, ScenarioInfo, TargetInfo, WatchRecord } from './model';
 import { printProfile, summarizeProfile } from './profile';
@@ -85,6 +85,7 @@ const ALL: ScenarioInfo[] = [
   S('uws/get', 'mvproxy local, uWS front end', 'get', PATHS.get, ACCEPT_JSON),
   S('node/get', 'mvproxy local, node:http front end', 'get', PATHS.get, ACCEPT_JSON),
   S('peer/get', 'mvproxy peer: A → mTLS → B', 'get', PATHS.peerGet, ACCEPT_JSON),
+  S('floor-peer/get', 'floor: the peer route, two floors over mTLS', 'get', PATHS.peerGet, ACCEPT_JSON),
   S('nginx/get', 'nginx (upstream keepalive)', 'get', PATHS.get, ACCEPT_JSON),
   S('haproxy/get', 'HAProxy', 'get', PATHS.get, ACCEPT_JSON),
   S('go/get', 'Go httputil.ReverseProxy', 'get', PATHS.get, ACCEPT_JSON),
@@ -94,6 +95,7 @@ const ALL: ScenarioInfo[] = [
   S('uws/list', 'mvproxy local, uWS front end', 'list', PATHS.list, ACCEPT_JSON),
   S('node/list', 'mvproxy local, node:http front end', 'list', PATHS.list, ACCEPT_JSON),
   S('peer/list', 'mvproxy peer: A → mTLS → B', 'list', PATHS.peerList, ACCEPT_JSON),
+  S('floor-peer/list', 'floor: the peer route, two floors over mTLS', 'list', PATHS.peerList, ACCEPT_JSON),
   S('nginx/list', 'nginx (upstream keepalive)', 'list', PATHS.list, ACCEPT_JSON),
   S('haproxy/list', 'HAProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('go/list', 'Go httputil.ReverseProxy', 'list', PATHS.list, ACCEPT_JSON),
@@ -274,8 +276,9 @@ async function setup(): Promise<void> {
     if (need.has('go')) anchors.push(await tryStart('go', () => startGoProxy(be.portA, PINNING)));
     if (need.has('floor')) anchors.push(await tryStart('floor', () => startFloorProxy(be.portA, PINNING)));
     if (need.has('floor-node')) anchors.push(await tryStart('floor-node', () => startFloorProxy(be.portA, PINNING, 'node')));
+    if (need.has('floor-peer')) anchors.push(await tryStart('floor-peer', async () => startFloorPeer(be.portB, PINNING, mvSetup?.pki ?? (await makePKI(join(tmp, 'pki-floor'), ['a', 'b'])))));
   } else {
-    for (const n of ['nginx', 'haproxy', 'go', 'floor', 'floor-node']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
+    for (const n of ['nginx', 'haproxy', 'go', 'floor', 'floor-node', 'floor-peer']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
   }
   for (const a of anchors) {
     if ('skipped' in a) {
@@ -283,7 +286,7 @@ async function setup(): Promise<void> {
       targetInfo.push({ name: a.name, skipped: a.skipped });
       continue;
     }
-    procs.push(a.proc);
+    procs.push(a.proc, ...(a.others ?? []));
     targets.set(a.name, { name: a.name, port: a.port, pids: a.pids, version: a.version });
     targetInfo.push({ name: a.name, version: a.version, idleRssMB: MB(a.pids().reduce((s, p) => s + memory(p).rss, 0)) });
     log(`anchor ${a.name} ${a.version}: pid ${a.proc.pid}, :${a.port}`);

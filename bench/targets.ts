@@ -160,12 +160,14 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
 // ---------------------------------------------------------------- anchors
 
 export interface Anchor {
-  name: 'nginx' | 'haproxy' | 'go' | 'floor' | 'floor-node';
+  name: 'nginx' | 'haproxy' | 'go' | 'floor' | 'floor-node' | 'floor-peer';
   version: string;
   proc: Proc;
   port: number;
   /** Processes whose CPU and memory count (nginx: master and worker). */
   pids(): number[];
+  /** More processes to stop at the end (the peer floor's B). */
+  others?: Proc[];
 }
 
 export type AnchorResult = Anchor | { name: Anchor['name']; skipped: string };
@@ -301,17 +303,44 @@ backend be
  * its RSS, as none does to mvproxy's (dist build).
  */
 export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws'): Promise<AnchorResult> {
+  const name = front === 'uws' ? 'floor' : 'floor-node';
+  const f = await spawnFloor(name, `http://127.0.0.1:${backendPort}`, [front], pin);
+  return { name, version: `node ${process.version}`, proc: f.proc, port: f.port, pids: () => [f.proc.pid] };
+}
+
+/**
+ * The floor of the peer route: floor A (uWS, plain) dials floor B (uWS SSLApp asking for and
+ * verifying client certificates) over mutual TLS with the certificates mvproxy A and B use
+ * (A's proxy client certificate, B's serving certificate, the cluster and front-proxy CAs), and
+ * B relays to backend listener b. Both on the server CPU, as mvproxy A and B.
+ */
+export async function startFloorPeer(backendPortB: number, pin: Pinning, pki: PKIFiles): Promise<AnchorResult> {
+  const b = pki.nodes.b!;
+  const a = pki.nodes.a!;
+  const B = await spawnFloor('floor-peer-b', `http://127.0.0.1:${backendPortB}`, ['uws', '--tls-cert', b.servingCert, '--tls-key', b.servingKey, '--client-ca', pki.frontProxyCA], pin);
+  try {
+    const A = await spawnFloor('floor-peer-a', `https://127.0.0.1:${B.port}`, ['uws', '--upstream-ca', pki.clusterCA, '--upstream-cert', a.proxyClientCert, '--upstream-key', a.proxyClientKey, '--upstream-servername', PEER_SERVERNAME], pin);
+    return { name: 'floor-peer', version: `node ${process.version}`, proc: A.proc, port: A.port, pids: () => [A.proc.pid, B.proc.pid], others: [B.proc] };
+  } catch (e) {
+    await B.proc.stop('SIGKILL');
+    throw e;
+  }
+}
+
+/** The name mvproxy's peers dial each other by (src/upstream/pools.ts PEER_SERVER_NAME). */
+const PEER_SERVERNAME = 'kubernetes.default.svc';
+
+async function spawnFloor(name: string, origin: string, extra: string[], pin: Pinning): Promise<{ proc: Proc; port: number }> {
   const port = await freePort();
   const loader = Number(process.versions.node.split('.')[0]) >= 23 ? [] : ['--import', 'tsx'];
-  const name = front === 'uws' ? 'floor' : 'floor-node';
-  const proc = startProc(name, process.execPath, [...loader, join(__dirname, 'floor-proxy.ts'), String(port), `http://127.0.0.1:${backendPort}`, front], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
+  const proc = startProc(name, process.execPath, [...loader, join(__dirname, 'floor-proxy.ts'), String(port), origin, ...extra], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
   try {
     await proc.waitFor(/"listening"/, 20_000);
   } catch (e) {
     await proc.stop('SIGKILL');
     throw e;
   }
-  return { name, version: `node ${process.version}`, proc, port, pids: () => [proc.pid] };
+  return { proc, port };
 }
 
 /** bench/goproxy (net/http/httputil.ReverseProxy), built with `go build` into bench/.build. */
