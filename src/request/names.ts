@@ -44,22 +44,17 @@ export function sameBytes(a: DataView, aOff: number, b: DataView, bOff: number, 
   return i === len || a.getUint32(aOff + len - 4) === b.getUint32(bOff + len - 4);
 }
 
-/** A string with its hash and UTF-8 bytes, for comparing a part of the path with it. */
+/** A string with its hash and UTF-8 bytes, for comparing a part of the path with it (RequestInfo's
+ *  isPart compares these bytes one by one after the lengths: for literals of 5 to 10 bytes that
+ *  measured faster than four-byte DataView compares, 2026-12-04). */
 export class Literal {
   readonly text: string;
   readonly hash: number;
   readonly bytes: Uint8Array;
-  private readonly view: DataView;
   constructor(text: string) {
     this.text = text;
     this.bytes = new TextEncoder().encode(text);
-    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
-    this.hash = segmentHash(this.view, 0, this.bytes.length);
-  }
-
-  /** bytes[start, end) holds this text. */
-  matches(bytes: DataView, start: number, end: number): boolean {
-    return end - start === this.bytes.length && sameBytes(this.view, 0, bytes, start, end - start);
+    this.hash = segmentHash(new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength), 0, this.bytes.length);
   }
 }
 
