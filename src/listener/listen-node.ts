@@ -178,7 +178,6 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
         },
         close: () => {
           if (server.listening) server.close();
-          else if (typeof server.closeIdleConnections === 'function') server.closeIdleConnections();
           for (const sess of sessions) sess.destroy();
           // http2's server has no closeAllConnections: its HTTP/1.1 connections end with the process.
           if (typeof server.closeAllConnections === 'function') server.closeAllConnections();

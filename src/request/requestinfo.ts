@@ -177,7 +177,8 @@ export function newRequestInfo(method: string, rawPath: string, rawQuery: string
   }
 
   if (name.length === 0 && verb === 'get') {
-    const lw = selectorName ? listOrWatch(rawQuery) : listOrWatchVerb(rawQuery, queryScan === SCAN_MAY_WATCH);
+    // the query's bytes are where scanQuery wrote them unless a decoded path was scanned over them
+    const lw = selectorName ? listOrWatch(rawQuery) : listOrWatchVerb(rawQuery, queryScan === SCAN_MAY_WATCH, scan === SCAN_PERCENT ? -1 : rawPath.length);
     verb = lw.watch ? 'watch' : 'list';
     if (lw.name !== undefined) name = lw.name;
   }
@@ -279,16 +280,13 @@ let bytes = Buffer.allocUnsafe(1024);
 let view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); // the same bytes, for names.ts
 const NON_ASCII = 0x80;
 
-// Where scanQuery wrote the last query: bytes[queryFrom, queryTo), still there while queryInBytes.
-let queryFrom = 0;
+// Where the last query scanQuery wrote ends in bytes.
 let queryTo = 0;
-let queryInBytes = false;
 
 /** A larger buffer for bytes, holding its first `keep` bytes. */
 function growBytes(size: number, keep: number): void {
   const grown = Buffer.allocUnsafe(Math.max(size, bytes.length * 2));
   bytes.copy(grown, 0, 0, keep);
-  if (keep < queryTo) queryInBytes = false;
   bytes = grown;
   view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
 }
@@ -300,11 +298,7 @@ function scanPath(s: string, checkCTL: boolean): number {
   // write() writes at most the room there is: 3 bytes per UTF-16 unit is the most it can need
   if (len * 3 > bytes.length) growBytes(len * 3, 0);
   const bs = bytes;
-  const written = bs.write(s, 0, 'utf8');
-  // a new target (its query is written next), or a decoded path whose UTF-8 reached the query's bytes
-  // (a raw path with '%' and non-ASCII characters can have more bytes decoded than raw)
-  if (checkCTL || written > queryFrom) queryInBytes = false;
-  if (written !== len) {
+  if (bs.write(s, 0, 'utf8') !== len) {
     for (let i = 0; i < len; i++) {
       const c = s.charCodeAt(i);
       bs[i] = c < 0x80 ? c : NON_ASCII;
@@ -350,9 +344,7 @@ function scanQuery(query: string, at: number): number {
   if (at + len * 3 > bytes.length) growBytes(at + len * 3, at);
   const bs = bytes;
   const end = at + bs.write(query, at, 'utf8');
-  queryFrom = at;
   queryTo = end;
-  queryInBytes = true;
   let mayWatch = false;
   for (let i = at; i < end; i++) {
     const c = bs[i];
@@ -490,11 +482,11 @@ const watchQuery = new QueryValues(['watch']);
  * selectors, limit, timeoutSeconds) does not matter. A non-ASCII one (U+017F 'ſ' folds to 's' but
  * does not lower to it) takes the whole of listOrWatch.
  */
-function listOrWatchVerb(rawQuery: string, mayHoldWatch: boolean): ListOrWatch {
+function listOrWatchVerb(rawQuery: string, mayHoldWatch: boolean, queryFrom: number): ListOrWatch {
   // No pair can have the key "watch" when the query holds neither "watch" nor an escape of one of its
   // letters (scanQuery): a list, without parsing the query.
   if (!mayHoldWatch) return LIST;
-  const plain = plainWatchVerb();
+  const plain = queryFrom === -1 ? undefined : plainWatchVerb(queryFrom, queryTo);
   if (plain !== undefined) return plain;
   const q = watchQuery;
   if (!q.parse(rawQuery) || !q.get(0)) return LIST; // no watch value: a list in both branches
@@ -503,24 +495,24 @@ function listOrWatchVerb(rawQuery: string, mayHoldWatch: boolean): ListOrWatch {
 }
 
 /**
- * listOrWatchVerb read from the query's bytes (scanQuery), without url.ParseQuery, when Go would
- * unescape and reject nothing up to the first pair keyed "watch": no '%', ';' or non-ASCII byte
- * before that pair's end (pairs after it cannot change Values.Get("watch")). undefined otherwise,
- * for a query with MAX_QUERY_PARAMS or more bytes (it may have too many pairs: no values at all),
- * and when a decoded path has overwritten the query's bytes.
+ * listOrWatchVerb read from the query's bytes bytes[from, to) (scanQuery), without url.ParseQuery,
+ * when Go would unescape and reject nothing up to the first pair keyed "watch": no '%', ';' or
+ * non-ASCII byte before that pair's end (pairs after it cannot change Values.Get("watch")).
+ * undefined otherwise, and for a query with MAX_QUERY_PARAMS or more bytes (it may have too many
+ * pairs: no values at all). newRequestInfo does not call it after a path with '%': the decoded
+ * path is scanned again, and its UTF-8 can be longer than the raw path and reach the query's bytes.
  * The usual watch queries (watch=true&resourceVersion=…) are this case; QueryValues.parse cost them
  * ~300 ns more than a list's query, this read ~150 (a loop over one request each, 2026-12-04).
  */
-function plainWatchVerb(): ListOrWatch | undefined {
-  if (!queryInBytes || queryTo - queryFrom >= MAX_QUERY_PARAMS) return undefined;
+function plainWatchVerb(from: number, to: number): ListOrWatch | undefined {
+  if (to - from >= MAX_QUERY_PARAMS) return undefined;
   const bs = bytes;
-  const end = queryTo;
-  let pair = queryFrom; // where the current pair starts
-  for (let i = queryFrom; i <= end; i++) {
-    const c = i < end ? bs[i] : AMP;
+  let pair = from; // where the current pair starts
+  for (let i = from; i <= to; i++) {
+    const c = i < to ? bs[i] : AMP;
     if (c === AMP) {
       // the pair bs[pair, i): key "watch" alone, or "watch=" then the value
-      if (i - pair >= 5 && bs[pair] === 0x77 && bs[pair + 1] === 0x61 && bs[pair + 2] === 0x74 && bs[pair + 3] === 0x63 && bs[pair + 4] === 0x68) {
+      if (bs[pair] === 0x77 && watchAt(bs, pair, i)) {
         if (i - pair === 5) return WATCH; // "watch": the value "" is neither "0" nor "false"
         if (bs[pair + 5] === EQ) return plainFalse(bs, pair + 6, i) ? LIST : WATCH;
       }

@@ -516,6 +516,7 @@ test('selectorName false (the proxy): no name from the fieldSelector, the same v
     ['/api/v1/pods?watch', 'watch'],
     ['/api/v1/pods?watch&watch=0', 'watch'],
     ['/api/v1/pods?watchx=1&xwatch=1', 'list'],
+    ['/api/v1/pods?x61=1&watch=0', 'list'], // "61" without its '%' escapes nothing
     ['/api/v1/pods?allowWatchBookmarks=true&watch=0', 'list'],
     // ';' drops a pair in Go (so "watch=0" is the first value); '+' is a space, so never "0" or "false"
     ['/api/v1/pods?watch=1;&watch=0', 'list'],
