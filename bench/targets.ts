@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createClusterPKI } from '../src/pki/bundle';
+import { PEER_SERVER_NAME } from '../src/upstream/pools';
 import { childPids, freePort, sleep, startProc, waitForPort, which, type Proc } from './lib';
 
 export const ROOT = join(__dirname, '..');
@@ -319,16 +320,13 @@ export async function startFloorPeer(backendPortB: number, pin: Pinning, pki: PK
   const a = pki.nodes.a!;
   const B = await spawnFloor('floor-peer-b', `http://127.0.0.1:${backendPortB}`, ['uws', '--tls-cert', b.servingCert, '--tls-key', b.servingKey, '--client-ca', pki.frontProxyCA], pin);
   try {
-    const A = await spawnFloor('floor-peer-a', `https://127.0.0.1:${B.port}`, ['uws', '--upstream-ca', pki.clusterCA, '--upstream-cert', a.proxyClientCert, '--upstream-key', a.proxyClientKey, '--upstream-servername', PEER_SERVERNAME], pin);
+    const A = await spawnFloor('floor-peer-a', `https://127.0.0.1:${B.port}`, ['uws', '--upstream-ca', pki.clusterCA, '--upstream-cert', a.proxyClientCert, '--upstream-key', a.proxyClientKey, '--upstream-servername', PEER_SERVER_NAME], pin);
     return { name: 'floor-peer', version: `node ${process.version}`, proc: A.proc, port: A.port, pids: () => [A.proc.pid, B.proc.pid], others: [B.proc] };
   } catch (e) {
     await B.proc.stop('SIGKILL');
     throw e;
   }
 }
-
-/** The name mvproxy's peers dial each other by (src/upstream/pools.ts PEER_SERVER_NAME). */
-const PEER_SERVERNAME = 'kubernetes.default.svc';
 
 async function spawnFloor(name: string, origin: string, extra: string[], pin: Pinning): Promise<{ proc: Proc; port: number }> {
   const port = await freePort();
