@@ -55,3 +55,22 @@ function isChunked(v: string): boolean {
 export function expectationRefusal(value: string): ErrorCode | undefined {
   return value.trim().toLowerCase() === '100-continue' ? undefined : 'MVP_ERR_EXPECTATION_FAILED';
 }
+
+/**
+ * Whether a request target is in origin-form (RFC 9112 §3.2.1: an absolute path, then an optional
+ * query), the only form mvproxy forwards. The upstream of every request is the configured origin —
+ * the local apiserver, or the chosen peer's address from the snapshot — and never anything read from
+ * the target, so the target is passed on as the bytes the client sent:
+ * - a path that starts with `//` (`//host:port/api/...`) is origin-form too (an absolute-path's
+ *   first segment may be empty) and Go's server reads it as a path (url.ParseRequestURI: no
+ *   authority without a scheme): forwarded verbatim to the configured origin, where the apiserver
+ *   reads a non-resource path and answers 404;
+ * - absolute-form (`http://h/...`), authority-form (`h:443`, CONNECT) and asterisk-form (`*`) are
+ *   refused with 400 (MVP_ERR_BAD_REQUEST_TARGET): they are for forward proxies, no Kubernetes client
+ *   sends them, and routing would read one path where the apiserver (Go takes r.URL.Path of an
+ *   absolute-form target) could read another. The uWS build answers absolute-form 505 before mvproxy
+ *   sees it.
+ */
+export function isOriginForm(target: string): boolean {
+  return target.charCodeAt(0) === 0x2f /* / */;
+}

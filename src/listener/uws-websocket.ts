@@ -21,6 +21,7 @@ import type { WebSocket as WsClient } from 'ws';
 import { errorResponse, type ErrorCode } from '../api/errors';
 import type { Identity } from '../api/identity';
 import type { ListenerState } from './exchange';
+import { isOriginForm } from './framing';
 
 /** Per-connection buffering that pauses the other side (bytes). */
 export const HIGH_WATER = 1024 * 1024;
@@ -46,7 +47,7 @@ export interface BridgeCallbacks {
   /** The upstream answered without switching: relay this response, then close the client connection. */
   refuse(status: number, headers: string[], body: Buffer): void;
   /** No answer from the upstream (unreachable, TLS, timeout): mvproxy's own Status. */
-  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED' | 'MVP_ERR_UPGRADE_REFUSED'): void;
+  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED' | 'MVP_ERR_UPGRADE_REFUSED' | 'MVP_ERR_BAD_REQUEST_TARGET'): void;
 }
 
 /** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
@@ -177,6 +178,9 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
   if (dial === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
   if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
   if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
+  // The dialer sends the target verbatim to the configured origin (upstream/websocket.ts); one that
+  // is not origin-form is refused here first, as on any request (framing.ts isOriginForm).
+  if (!isOriginForm(upgrade.url)) return answer(res, 'MVP_ERR_BAD_REQUEST_TARGET');
   abandon = dial(upgrade, {
     accept(protocol, upstream) {
       if (aborted) return upstream.terminate();

@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { HealthChecks } from '../observability/healthz';
 import type { Exchange } from '../listener/exchange';
+import { isOriginForm } from '../listener/framing';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
 import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
@@ -93,9 +94,8 @@ export class ProxyHandler {
     // A health path passes to the local apiserver also while draining (its /livez stays meaningful).
     if (this.o.lifecycle.draining && own === undefined) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
-    // Only origin-form targets: an absolute-form (http://host/path) or asterisk-form (*) target would
-    // be routed on one path while the apiserver reads another.
-    if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
+    // Only origin-form targets (listener/framing.ts isOriginForm says why).
+    if (!isOriginForm(ex.path)) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const start = performance.now();
     const snap = this.o.snapshots.current;
     // Request.
@@ -128,7 +128,7 @@ export class ProxyHandler {
   handlePeer(ex: Exchange): void {
     if (this.o.lifecycle.draining) return writeStatus(ex, 'MVP_ERR_PEER_SHUTTING_DOWN');
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
-    if (ex.path.charCodeAt(0) !== 0x2f /* / */) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
+    if (!isOriginForm(ex.path)) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const snap = this.o.snapshots.current;
     const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names, /* selectorName */ false);
     new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, snap, performance.now()).toLocal(true);

@@ -26,7 +26,7 @@ import type { Identity } from '../api/identity';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../observability/log';
 import { answerStatus, closeAfterAnswer } from '../listener/answer';
-import { FramingCheck } from '../listener/framing';
+import { FramingCheck, isOriginForm } from '../listener/framing';
 
 /** Open tunnels of one daemon, so its shutdown can cut them (an exec session never ends by itself). */
 export class Tunnels {
@@ -87,6 +87,9 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
   o.tunnels.add(client);
   client.on('error', () => undefined);
   if (o.draining) return answerStatus(client, 'MVP_ERR_SHUTTING_DOWN');
+  // The tunnel dials the configured origin and sends the target verbatim (path: req.url); a target
+  // that is not origin-form is refused as on any request (listener/framing.ts isOriginForm).
+  if (!isOriginForm(req.url ?? '')) return answerStatus(client, 'MVP_ERR_BAD_REQUEST_TARGET');
   const refused = upgradeRefusal(req);
   if (refused !== undefined) {
     o.log.info(2, 'upgrade refused', { path: req.url, reason: refused });

@@ -17,6 +17,7 @@ import { WebSocket as WsClient } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
 import type { TLSFiles } from './pools';
+import { isOriginForm } from '../listener/framing';
 import type { BridgeCallbacks, WebSocketDialer, WebSocketUpgradeRequest } from '../listener/uws-websocket';
 
 export interface WebSocketTarget {
@@ -29,6 +30,25 @@ export interface WebSocketTarget {
 
 /** The headers the ws client must not be given: it writes its own handshake. */
 const HANDSHAKE = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol', 'connection', 'upgrade', 'host']);
+
+/**
+ * The upstream URL of a WebSocket upgrade: the configured origin (the local apiserver), then the
+ * client's request target exactly as sent. Never resolved against the origin (`new URL(target,
+ * origin)` dialled `//HOST:PORT/...` at HOST:PORT with mvproxy's front-proxy identity: issue 27).
+ * undefined, answered 400, when the target is not origin-form or the URL parser would not keep it
+ * byte for byte (dot segments, backslashes, characters it escapes): the ws client sends
+ * url.pathname + url.search, and the apiserver must read the path routing read.
+ */
+export function upstreamWebSocketURL(origin: URL, target: string): URL | undefined {
+  if (!isOriginForm(target)) return undefined;
+  let url: URL;
+  try {
+    url = new URL((origin.protocol === 'https:' ? 'wss://' : 'ws://') + origin.host + target);
+  } catch {
+    return undefined;
+  }
+  return url.host === origin.host && url.pathname + url.search === target ? url : undefined;
+}
 
 /** The uWS front end's way to the local apiserver's WebSockets (UwsListenerOptions.webSocket). */
 export function webSocketDialer(t: WebSocketTarget): WebSocketDialer {
@@ -56,8 +76,11 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
   }
   if (protocols.length) headers['sec-websocket-protocol'] = protocols.join(', ');
   let chosen = '';
-  const url = new URL(req.url, t.target);
-  url.protocol = t.target.protocol === 'https:' ? 'wss:' : 'ws:';
+  const url = upstreamWebSocketURL(t.target, req.url);
+  if (url === undefined) {
+    queueMicrotask(() => cb.fail('MVP_ERR_BAD_REQUEST_TARGET'));
+    return () => undefined;
+  }
   let settled = false;
   let upstream: WsClient;
   try {
