@@ -16,6 +16,7 @@
 //
 // Roles (internal): --role upstream  → the fake apiserver; --role load → the undici loader.
 
+import { DEFAULTS } from '../src/config/types';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { once } from 'node:events';
@@ -230,7 +231,7 @@ async function orchestrate(): Promise<void> {
     pools.push(local);
     peerPools.push(peers);
     // legacyDiscoveryFix: the daemon's default; it only concerns discovery paths, not this GET.
-    return new ProxyHandler({ local, localPlain: local, peers, snapshots, lifecycle, proxyEnabled: true, legacyDiscoveryFix: true, requestTimeoutMs: 60_000, metrics, log: silentLogger });
+    return new ProxyHandler({ local, localPlain: local, peers, snapshots, lifecycle, proxyEnabled: true, legacyDiscoveryFix: true, requestTimeoutMs: 60_000, heldRequestBodyBytes: DEFAULTS.heldRequestBodyBytes, metrics, log: silentLogger });
   };
 
   const listeners: RunningListener[] = [];

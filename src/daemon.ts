@@ -113,7 +113,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
   const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
-  const handler = new ProxyHandler({ local, localPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, metrics, log });
+  const handler = new ProxyHandler({ local, localPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, heldRequestBodyBytes: config.heldRequestBodyBytes, metrics, log });
 
   // mvproxy's own calls to the local apiserver (discovery, CRD lists, identity Leases) carry its token; clients' requests never do.
   const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
@@ -278,6 +278,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();
+  metrics.heldBodiesSource = () => handler.heldBodies;
   const peerStatus = () => (peering?.peers() ?? []).map((p) => ({ id: p.id, address: p.address, up: peering!.reachable(p.id), ...(peering!.problem(p.id) ? { problem: peering!.problem(p.id) } : {}) }));
   const ops = await listenOps({ address: config.metricsBindAddress, metrics, health, routes: () => routesReport(snapshots.current, peerStatus) });
 

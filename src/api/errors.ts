@@ -5,6 +5,7 @@
 // sockets (listener/answer.ts) and the proxy core.
 
 import { statusBody, STATUS_CONTENT_TYPE, type StatusReason } from './status';
+import { NotSentHeader } from './headers';
 
 export interface ErrorSpec {
   readonly status: number;
@@ -12,6 +13,13 @@ export interface ErrorSpec {
   /** Seconds a client should wait before retrying (Retry-After and details.retryAfterSeconds), if any. */
   readonly retryAfter?: number;
   readonly message: string;
+  /**
+   * The request provably reached no apiserver (no connection was made, or mvproxy refused it before
+   * forwarding): the answer carries NotSentHeader, so a source mvproxy asking peers after a local
+   * 404 may ask the next one even for a create (proxy/proxied.ts). Never set where the request may
+   * have run.
+   */
+  readonly notSent?: boolean;
 }
 
 export const ERRORS = {
@@ -20,7 +28,9 @@ export const ERRORS = {
   /** Every peer that serves the GVR failed to connect or complete TLS (counted as rerouted with code 503, as upstream counts a failed dial). */
   MVP_ERR_PEER_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'no peer apiserver that serves this resource could be reached' },
   /** The local kube-apiserver did not accept a connection or failed before answering. */
-  MVP_ERR_LOCAL_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the local kube-apiserver could not be reached' },
+  MVP_ERR_LOCAL_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the local kube-apiserver could not be reached', notSent: true },
+  /** The connection to the local kube-apiserver failed after the request was (or may have been) sent, before any answer. */
+  MVP_ERR_LOCAL_FAILED: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the connection to the local kube-apiserver failed before it answered' },
   /** The upstream did not send response headers within --request-timeout. */
   MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout' },
   /** The client listener's front end cannot carry this protocol upgrade. */
@@ -50,7 +60,9 @@ export const ERRORS = {
    * client sees the peer-served GVR unavailable for a moment, as when the peer is down (a 429 would
    * read as throttling).
    */
-  MVP_ERR_PEER_SHUTTING_DOWN: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the peer apiserver is shutting down' },
+  MVP_ERR_PEER_SHUTTING_DOWN: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the peer apiserver is shutting down', notSent: true },
+  /** A request body held for the retry after a local 404 (proxy/held-bodies.ts) stopped arriving before its Content-Length within --request-timeout. metav1 has no reason for 408. */
+  MVP_ERR_REQUEST_BODY_TIMEOUT: { status: 408, reason: 'Timeout', message: 'the request body did not arrive within the request timeout' },
   /** The daemon is shutting down and no longer accepts new requests. */
   MVP_ERR_SHUTTING_DOWN: { status: 429, reason: 'TooManyRequests', retryAfter: 1, message: 'the proxy is shutting down, please try again' },
 } as const satisfies Record<string, ErrorSpec>;
@@ -71,5 +83,6 @@ export function errorResponse(code: ErrorCode, message?: string): ErrorResponse 
   const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
   const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
   if (retryAfter) headers.push('retry-after', String(retryAfter));
+  if ('notSent' in spec && spec.notSent) headers.push(NotSentHeader, 'true');
   return { status: spec.status, headers, body };
 }

@@ -44,6 +44,8 @@ export class Metrics {
   readonly reroutedDuration: Histogram<'peer'>;
   /** Set by the daemon: what is in flight now, and the certificates in use (read at scrape time). */
   inFlightSource: () => Iterable<InFlight> = () => [];
+  /** Request bodies held for the retry after a local 404 (proxy/held-bodies.ts): bytes held now, and requests that streamed because the budget was spent. */
+  heldBodiesSource: () => { held: number; refused: number } = () => ({ held: 0, refused: 0 });
   certificatesSource: () => Iterable<CertificateInUse> = () => [];
   peerCertificatesSource: () => Iterable<readonly [peerAddress: string, notAfterSeconds: number]> = () => [];
   readonly discoveryMergeDuration: Histogram;
@@ -108,6 +110,23 @@ export class Metrics {
           this.set({ route, long_running: 'false' }, n[route][0]);
           this.set({ route, long_running: 'true' }, n[route][1]);
         }
+      },
+    });
+    new Gauge({
+      name: 'mvproxy_held_request_body_bytes',
+      help: '[ALPHA] Bytes of request bodies held in memory now so that a request the local apiserver answers 404 can be sent again to a peer (bounded by --held-request-body-bytes)',
+      registers,
+      collect() {
+        this.set(self.heldBodiesSource().held);
+      },
+    });
+    new Counter({
+      name: 'mvproxy_held_request_body_refused_total',
+      help: '[ALPHA] Requests whose body was not held for peers because --held-request-body-bytes was spent: they streamed to the local apiserver and got its answer',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(self.heldBodiesSource().refused);
       },
     });
     new Gauge({

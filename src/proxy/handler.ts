@@ -32,6 +32,7 @@ import type { Logger } from '../observability/log';
 import type { Lifecycle } from '../lifecycle/state';
 import type { Snapshot, SnapshotHolder } from '../snapshot/holder';
 import { InflightRequests } from './inflight';
+import { BodyTimeoutError, HeldBodyBudget, readWhole, REPLAY_BODY_MAX } from './held-bodies';
 import { firstValue, gvrOf, headerValue, observe, ProxiedRequest, type ProxyContext } from './proxied';
 
 export interface ProxyHandlerOptions {
@@ -53,11 +54,15 @@ export interface ProxyHandlerOptions {
   log: Logger;
   /** Picks the first peer to try among n candidates; random by default (in-tree: rand.Intn). */
   pickStart?: (n: number) => number;
+  /** --held-request-body-bytes: request bodies held at once for the retry after a local 404 (held-bodies.ts). */
+  heldRequestBodyBytes: number;
 }
 
 export class ProxyHandler {
   /** The requests being proxied now (deadlines, abandoned peers, the streams a shutdown ends). */
   readonly inflight = new InflightRequests();
+  /** Request bodies held for the retry after a local 404 (notFound), within --held-request-body-bytes. */
+  readonly heldBodies: HeldBodyBudget;
   private readonly c: ProxyContext;
   /**
    * mvproxy's own health checks (the ops listener's), set once the daemon has built them. On the
@@ -68,6 +73,7 @@ export class ProxyHandler {
   health?: HealthChecks;
 
   constructor(private readonly o: ProxyHandlerOptions) {
+    this.heldBodies = new HeldBodyBudget(o.heldRequestBodyBytes);
     this.c = {
       local: o.local,
       localPlain: o.localPlain,
@@ -79,6 +85,7 @@ export class ProxyHandler {
       logRequests: o.log.enabled(4),
       pickStart: o.pickStart ?? ((n) => (n === 1 ? 0 : Math.floor(Math.random() * n))),
       inflight: this.inflight,
+      heldBodies: this.heldBodies,
     };
   }
 
@@ -172,40 +179,29 @@ export class ProxyHandler {
     const peers = snap.table.distinctMembers;
     const length = ex.body === null ? 0 : contentLength(ex.headers);
     if (peers.length === 0 || length === undefined || length > REPLAY_BODY_MAX) return r.toLocal(false);
-    if (ex.body === null) return r.toLocalThenPeers(peers, undefined);
-    readWhole(ex.body, length).then(
+    if (ex.body === null) return r.toLocalThenPeers(peers, undefined, 0);
+    // Past the budget the body streams and the local answer stands, as for an oversized body.
+    if (!this.heldBodies.take(length)) {
+      this.o.log.info(2, 'request body not held for peers: --held-request-body-bytes is spent', { held: this.heldBodies.held, length, path: ex.path });
+      return r.toLocal(false);
+    }
+    readWhole(ex.body, length, this.o.requestTimeoutMs).then(
       (body) => {
-        if (!ex.clientClosed) r.toLocalThenPeers(peers, body);
+        if (ex.clientClosed) this.heldBodies.give(length);
+        else r.toLocalThenPeers(peers, body, length);
       },
-      () => {
-        if (!ex.clientClosed) r.fail('MVP_ERR_BAD_FRAMING', 'local');
+      (err: Error) => {
+        this.heldBodies.give(length);
+        if (!ex.clientClosed) r.fail(err instanceof BodyTimeoutError ? 'MVP_ERR_REQUEST_BODY_TIMEOUT' : 'MVP_ERR_BAD_FRAMING', 'local');
       },
     );
   }
 }
 
-/** The largest request body kept whole to be sent again to a peer (notFound): Kubernetes objects written by controllers are a few KiB. */
-const REPLAY_BODY_MAX = 1024 * 1024;
-
 /** Content-Length as a number, or undefined when absent or not one (chunked bodies stream). */
 function contentLength(headers: readonly string[]): number | undefined {
   const v = headerValue(headers, 'content-length');
   return /^\d+$/.test(v) ? Number(v) : undefined;
-}
-
-/** The whole body, which must be exactly `length` bytes. */
-function readWhole(body: NodeJS.ReadableStream, length: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let got = 0;
-    body.on('data', (c: Buffer) => {
-      got += c.length;
-      if (got > length) return reject(new Error('body longer than its Content-Length'));
-      chunks.push(c);
-    });
-    body.once('end', () => (got === length ? resolve(Buffer.concat(chunks, got)) : reject(new Error('body shorter than its Content-Length'))));
-    body.once('error', reject);
-  });
 }
 
 /** /apis, /apis/, /apis/<g>, /apis/<g>/<v>: the discovery paths mvproxy may answer itself. */

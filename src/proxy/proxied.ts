@@ -13,7 +13,8 @@ import type { Dispatcher } from 'undici';
 import type { Exchange } from '../listener/exchange';
 import type { RequestInfo } from '../request/requestinfo';
 import { isLongRunning, streamHeadTimeoutMs } from '../request/longrunning';
-import { type AttemptOwner, ForwardHandler, type HeldAnswer, isFailoverSafe } from '../upstream/forward';
+import { type AttemptOwner, ForwardHandler, type HeldAnswer, isFailoverSafe, isNotSent, isSafeMethod } from '../upstream/forward';
+import { NotSentHeader } from '../api/headers';
 import { carriesIdentity, forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { ERRORS, type ErrorCode } from '../api/errors';
@@ -22,6 +23,7 @@ import type { Metrics, Route } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 import type { Snapshot } from '../snapshot/holder';
 import { DEADLINE_GRACE_MS, type InflightRequests, type Tracked } from './inflight';
+import type { HeldBodyBudget } from './held-bodies';
 
 /** What every proxied request of one daemon shares (built once by ProxyHandler). */
 export interface ProxyContext {
@@ -40,6 +42,8 @@ export interface ProxyContext {
   /** Picks the first peer to try among n candidates (in-tree: rand.Intn). */
   readonly pickStart: (n: number) => number;
   readonly inflight: InflightRequests;
+  /** The budget a held request body (toLocalThenPeers) was reserved from; given back when the request ends. */
+  readonly heldBodies: HeldBodyBudget;
 }
 
 export interface GVR {
@@ -69,6 +73,8 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
   private local404: HeldAnswer | undefined;
   /** The request body read whole, so it can be sent again (toLocalThenPeers); else the client's body streams. */
   private body: Buffer | undefined;
+  /** Bytes of c.heldBodies that `body` holds, given back at settle(). */
+  private heldBytes = 0;
   /** It arrived on the peer listener (logged with a local failure). */
   private fromPeer = false;
 
@@ -101,10 +107,11 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
    * asked first, and its 404 is held while each member's peer is asked in turn (askNextPeer).
    * `body`: the request body read whole (Content-Length up to REPLAY_BODY_MAX), so it can be sent again.
    */
-  toLocalThenPeers(peers: readonly string[], body: Buffer | undefined): void {
+  toLocalThenPeers(peers: readonly string[], body: Buffer | undefined, heldBytes: number): void {
     this.stage = 'local';
     this.candidates = peers;
     this.body = body;
+    this.heldBytes = heldBytes;
     this.sendLocal(false, HOLD_LOCAL_404);
   }
 
@@ -147,6 +154,7 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
         recordHead: c.logRequests,
         holdStatuses,
         body: this.body,
+        fromAPIServer: this.route === 'local',
       },
       this,
     );
@@ -197,6 +205,15 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     this.observe('local', 404);
   }
 
+  /** A peer's held answer (asked after the local 404) is the client's: passing it on could run the request twice. */
+  private answerHeld(held: HeldAnswer): void {
+    this.settle();
+    this.rerouted(held.status);
+    if (this.ex.clientClosed) return;
+    writeHeld(this.ex, held);
+    this.observe('peer', held.status);
+  }
+
   attemptDone(status: number): void {
     this.settle();
     if (this.route === 'local') return this.observe('local', status);
@@ -212,6 +229,10 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
       this.tried = 0;
     } else if (held.status !== 404) {
       this.c.log.info(2, 'peer could not answer after a local 404', { peer: this.peerID, address: this.peerAddress, status: held.status, path: this.ex.path });
+      // A 502/503/504 may come after the peer's apiserver ran the request (a create that then timed
+      // out): the next peer would run it again. Passed on only when that cannot be (mvproxy's own
+      // "not sent" answer, NotSentHeader) or cannot matter (a safe method); else it is the answer.
+      if (!isSafeMethod(this.ex.method) && !heldNotSent(held)) return this.answerHeld(held);
     }
     this.askNextPeer();
   }
@@ -221,15 +242,16 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     if (this.route === 'local') {
       c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
       c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
-      return this.fail(timeoutCode(err) ?? 'MVP_ERR_LOCAL_UNAVAILABLE', 'local');
+      return this.fail(timeoutCode(err) ?? (isNotSent(err) ? 'MVP_ERR_LOCAL_UNAVAILABLE' : 'MVP_ERR_LOCAL_FAILED'), 'local');
     }
     // Counted and logged against that peer. Not as apiserver_peer_proxy_errors_total{type="proxy_transport"}:
     // upstream counts that only when it cannot build the round tripper (peerproxy_handler.go); a
     // failed dial is "rerouted, code 503" there, which is counted with the client's answer.
     c.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: this.peerID });
     c.log.info(2, 'peer request failed', { peer: this.peerID, address: this.peerAddress, err: errText(err), path: this.ex.path });
-    if (this.stage === 'peersAfter404') return this.askNextPeer();
     const timeout = timeoutCode(err);
+    // After the local 404 the body is a replayable Buffer: the same rule as failover, by method.
+    if (this.stage === 'peersAfter404' && timeout === undefined && isFailoverSafe(err, this.ex.method, false)) return this.askNextPeer();
     if (timeout === undefined && isFailoverSafe(err, this.ex.method, bodyTouched)) {
       this.tried++;
       return this.sendToCandidate();
@@ -252,6 +274,11 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
   }
 
   private settle(): void {
+    if (this.heldBytes > 0) {
+      this.c.heldBodies.give(this.heldBytes);
+      this.heldBytes = 0;
+      this.body = undefined;
+    }
     if (!this.tracked) return;
     this.tracked = false;
     this.c.inflight.delete(this);
@@ -322,6 +349,13 @@ export function headerValue(headers: readonly string[], name: string): string {
 }
 
 const NO_GVR: GVR = Object.freeze({ group: '', version: '', resource: '' });
+
+/** A held answer that mvproxy wrote itself and that says the request reached no apiserver (api/errors.ts notSent). */
+function heldNotSent(held: HeldAnswer): boolean {
+  const h = held.head.headers;
+  for (let i = 0; i < h.length; i += 2) if (h[i]!.toLowerCase() === NotSentHeader) return h[i + 1] === 'true';
+  return false;
+}
 /** The local apiserver's answer that sends a notFound request on to the peers. */
 const HOLD_LOCAL_404: readonly number[] = [404];
 /** A peer asked after a local 404 that answers so has nothing to say about the resource: its apiserver is down or restarting. */

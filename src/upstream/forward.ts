@@ -25,6 +25,8 @@ export interface ForwardOptions {
   holdStatuses?: readonly number[];
   /** The request body, already read whole so it can be sent again (the hold path); else ex.body streams. */
   body?: Buffer;
+  /** The upstream is an apiserver (the local one), not a peer mvproxy: its answer may not say "not sent" (api/headers.ts NotSentHeader). */
+  fromAPIServer?: boolean;
   /** Keep the upstream's Audit-Id and the time its head arrived (request logs at --v=4; off: nothing is scanned). */
   recordHead?: boolean;
 }
@@ -125,7 +127,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx (100 Continue): informational, not forwarded
     // Raw header lines (HTTP/1.1; pools.ts keeps the upstream on it): names and values as sent.
     const raw = controller.rawHeaders;
-    const head = Array.isArray(raw) ? responseHeadFrom(raw) : undefined;
+    const head = Array.isArray(raw) ? responseHeadFrom(raw, this.o.fromAPIServer) : undefined;
     if (this.o.recordHead) this.noteHead(head);
     if (this.o.holdStatuses?.includes(statusCode)) {
       this.holding = true;
@@ -252,13 +254,11 @@ export class ShutdownError extends Error {
 }
 
 /**
- * May a request that failed on one peer be sent to another? Only when the first certainly did not
- * act on it: the connection (TCP or TLS) was never established, so no request byte was written.
- * A reset on an established connection is ambiguous (the peer may have executed a POST), so it is
- * retried only for GET and HEAD, which Kubernetes treats as safe.
+ * Did the request certainly reach no server? Only when the connection (TCP or TLS) was never
+ * established, so no request byte was written. A reset on an established connection is ambiguous:
+ * the server may have run the request.
  */
-export function isFailoverSafe(err: Error & { code?: string }, method: string, bodyTouched: boolean): boolean {
-  if (bodyTouched) return false;
+export function isNotSent(err: Error & { code?: string }): boolean {
   switch (err.code) {
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
@@ -267,14 +267,33 @@ export function isFailoverSafe(err: Error & { code?: string }, method: string, b
     case 'EAI_AGAIN':
     case 'UND_ERR_CONNECT_TIMEOUT':
       return true;
+    default:
+      // TLS verification failures carry OpenSSL-style codes: the handshake never completed.
+      return typeof err.code === 'string' && TLS_FAILURE.test(err.code);
+  }
+}
+
+/** GET and HEAD: Kubernetes treats them as safe, so running one twice changes nothing. */
+export function isSafeMethod(method: string): boolean {
+  return method === 'GET' || method === 'HEAD';
+}
+
+/**
+ * May a request that failed on one peer be sent to another? When the first certainly did not act
+ * on it (isNotSent); after an ambiguous failure on an established connection (a reset) only for a
+ * safe method. Never once the upstream started reading a streamed body (it cannot be replayed).
+ */
+export function isFailoverSafe(err: Error & { code?: string }, method: string, bodyTouched: boolean): boolean {
+  if (bodyTouched) return false;
+  if (isNotSent(err)) return true;
+  switch (err.code) {
     case 'ECONNRESET':
     case 'EPIPE':
     case 'UND_ERR_SOCKET':
     case 'MVP_ERR_PEER_DOWN':
-      return method === 'GET' || method === 'HEAD';
+      return isSafeMethod(method);
     default:
-      // TLS verification failures carry OpenSSL-style codes: the handshake never completed.
-      return typeof err.code === 'string' && TLS_FAILURE.test(err.code);
+      return false;
   }
 }
 

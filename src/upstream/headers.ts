@@ -8,7 +8,7 @@
 // Authorization and Impersonate-* pass through unchanged: the apiserver authenticates and
 // authorizes them.
 
-import { PeerProxiedHeader } from '../api/headers';
+import { NotSentHeader, PeerProxiedHeader } from '../api/headers';
 import type { Identity } from '../api/identity';
 import type { ResponseHead } from '../listener/exchange';
 
@@ -171,7 +171,7 @@ function connectionHeaderNames(tokens: string): Set<string> {
  * hop-by-hop headers dropped, and Content-Length reported separately because each front end
  * writes it itself from the body it sends (writing it twice would corrupt the response).
  */
-export function responseHeadFrom(raw: readonly (Buffer | string)[]): ResponseHead {
+export function responseHeadFrom(raw: readonly (Buffer | string)[], fromAPIServer = false): ResponseHead {
   // One pass, each name turned into a string and lowercased once (issue 18: this ran twice per
   // header). A Connection header naming other headers is rare: those are dropped afterwards.
   const headers: string[] = [];
@@ -190,6 +190,8 @@ export function responseHeadFrom(raw: readonly (Buffer | string)[]): ResponseHea
       if (lower === 'connection') named = named === undefined ? value : named + ',' + value;
       continue;
     }
+    // Only mvproxy's own answers may say "not sent" (api/headers.ts): never an apiserver's.
+    if (fromAPIServer && lower === NotSentHeader) continue;
     if (lower === 'content-type') contentType = value;
     headers.push(name, value);
   }
