@@ -17,7 +17,7 @@ import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
 import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
 import type { TLSSocket } from 'node:tls';
-import { listenPeerUWS, listenUWS, loadUWS, type UwsRunningListener } from './listener/uws';
+import { listenPeerUWS, listenUWS, loadUWS, UWS_MAX_CLIENT_CERTIFICATE_BYTES, type UwsRunningListener } from './listener/uws';
 import type { Exchange, RunningListener } from './listener/exchange';
 import { webSocketDialer } from './upstream/websocket';
 import { chooseFrontend, choosePeerFrontend } from './listener/frontend';
@@ -180,6 +180,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         lifecycle,
         onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
         webSocket: webSocketDialer({ target: localURL, tls: localTLS, identityRules, headTimeoutMs: config.requestTimeoutMs }),
+        onOversizedCertificate: (bytes, remote) =>
+          log.info(1, 'connection closed unanswered: its client certificate is larger than the uWebSockets.js front end can answer over TLS 1.3 (use --frontend=node for such certificates)', { remote, certificateBytes: bytes, limit: UWS_MAX_CLIENT_CERTIFICATE_BYTES }),
       });
       listeners.push(l);
       clientPort = l.port;

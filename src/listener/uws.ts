@@ -468,6 +468,8 @@ export interface UwsListenerOptions {
   webSocket?: WebSocketDialer;
   /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
   lifecycle?: { readonly draining: boolean };
+  /** Told of each connection closed unanswered because its client certificate is too large for this build (UWS_MAX_CLIENT_CERTIFICATE_BYTES). */
+  onOversizedCertificate?: (derBytes: number, remoteAddress: string) => void;
 }
 
 /**
@@ -494,6 +496,28 @@ interface CallbackHolder extends WebSocketRouteHolder {
   readonly clientCertificates: boolean;
   /** Peer listener: why the request's connection may not use it (null: it may). */
   readonly peerProblem?: (res: HttpResponse) => string | null;
+  /** A connection closed unanswered because its client certificate is too large for this build (oversizedCertificate). */
+  readonly onOversizedCertificate?: (derBytes: number, remoteAddress: string) => void;
+}
+
+/**
+ * The largest client certificate (DER bytes of the leaf) this uWS build can answer over TLS 1.3.
+ * Measured (EC P-256 client key, node:https client): a leaf of 32,038 bytes is answered; from
+ * 32,086 bytes the handshake completes and the handler runs, but nothing written to the connection
+ * ever reaches the client (uSockets; TLS 1.2 is not affected) and it closes at the 12 s idle
+ * timeout. The client's last flight (certificate, CertificateVerify, Finished) then passes ~32 KiB;
+ * an RSA-4096 CertificateVerify is ~450 bytes larger than an EC one, hence the margin. Such a
+ * connection is closed at once instead of hanging (a Status cannot be written on it), and the
+ * daemon logs why; the node front end serves these certificates (README "Security").
+ */
+export const UWS_MAX_CLIENT_CERTIFICATE_BYTES = 31_500;
+
+/** DER bytes of a PEM certificate when it may be over UWS_MAX_CLIENT_CERTIFICATE_BYTES, else 0 (no decode for the usual few-KiB PEM). */
+function oversizedCertificate(pem: string | undefined): number {
+  // base64 makes 48 bytes 65 characters (64 plus a newline): a PEM under this length cannot exceed the bound.
+  if (pem === undefined || pem.length < (UWS_MAX_CLIENT_CERTIFICATE_BYTES * 65) / 48) return 0;
+  const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ''), 'base64').length;
+  return der > UWS_MAX_CLIENT_CERTIFICATE_BYTES ? der : 0;
 }
 
 /**
@@ -538,6 +562,14 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
     if (cb === null) {
       res.close();
       return;
+    }
+    if (holder.clientCertificates) {
+      const der = oversizedCertificate((res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.());
+      if (der > 0) {
+        holder.onOversizedCertificate?.(der, Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
+        res.close();
+        return;
+      }
     }
     const ex = new UwsExchange(res, req, holder.state, holder.clientCertificates);
     if (holder.peerProblem) ex.peerProblem = holder.peerProblem(res);
@@ -659,6 +691,7 @@ export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<UwsRun
     clientCertificates,
     webSocket: o.webSocket ?? null,
     identityOf: clientCertificates ? resIdentity : () => undefined,
+    onOversizedCertificate: o.onOversizedCertificate,
   };
   return listenApps(uws, o.host, port, holder, o.tls, (files) => {
     const app = files ? sslApp(uws, files, o.tls?.ciphers) : uws.App();
