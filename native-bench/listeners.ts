@@ -28,7 +28,8 @@ import type { Exchange } from '../src/listener/exchange';
 import { ProxyHandler } from '../src/proxy/handler';
 import { SnapshotHolder } from '../src/snapshot/holder';
 import { Lifecycle } from '../src/lifecycle/state';
-import { createPool, PeerPools } from '../src/upstream/pools';
+import { localRelay, PeerPools } from '../src/upstream/pools';
+import type { OriginPool } from '../src/upstream/h1/origin';
 import { Metrics } from '../src/observability/metrics';
 import { silentLogger } from '../src/observability/log';
 import { benchTopology } from './fixtures';
@@ -223,10 +224,10 @@ async function orchestrate(): Promise<void> {
   const snapshots = new SnapshotHolder();
   snapshots.publish({ table: benchTopology(`${HOST}:1`).table });
   const lifecycle = new Lifecycle();
-  const pools: Pool[] = [];
+  const pools: OriginPool[] = [];
   const peerPools: PeerPools[] = [];
   const makeHandler = () => {
-    const local = createPool(`http://${HOST}:${upstream.port}`, { connectTimeoutMs: 5000 });
+    const local = localRelay(new URL(`http://${HOST}:${upstream.port}`), 5000, undefined);
     const peers = new PeerPools({ connectTimeoutMs: 5000 });
     pools.push(local);
     peerPools.push(peers);
@@ -274,7 +275,7 @@ async function orchestrate(): Promise<void> {
     }
   } finally {
     for (const l of listeners) l.close();
-    await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
+    for (const p of pools) p.destroy();
     await Promise.all(peerPools.map((p) => p.close()));
     upstream.child.kill('SIGTERM');
   }

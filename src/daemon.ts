@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { DaemonConfig } from './config/types';
 import { isLoopback } from './config/values';
-import { createPool, PeerPools, PEER_SERVER_NAME, type TLSFiles } from './upstream/pools';
+import { createPool, localRelay, PeerPools, PEER_SERVER_NAME, type TLSFiles } from './upstream/pools';
 import { IdentityHeaderRules, ownPeerIdentityHeaders } from './upstream/headers';
 import { SnapshotHolder } from './snapshot/holder';
 import { ProxyHandler } from './proxy/handler';
@@ -106,6 +106,11 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // (bearer tokens, anonymous, mvproxy's own token) must reach it as they would directly (carriesIdentity).
   const localPlainPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: localTLS && { ca: localTLS.ca, servername: localTLS.servername, policy } }));
   const localPlain: Dispatcher = localPlainPool;
+  // The relay's own client for proxied requests (upstream/h1/origin.ts); the undici pools above
+  // stay for mvproxy's own calls (discovery, CRD and Lease lists, probes).
+  const localPlainTLS = () => localTLS && { ca: localTLS.ca, servername: localTLS.servername, policy };
+  const relayLocal = localRelay(localURL, config.connectTimeoutMs, localTLS);
+  const relayLocalPlain = localRelay(localURL, config.connectTimeoutMs, localPlainTLS());
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME, policy };
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
   const snapshots = new SnapshotHolder();
@@ -113,7 +118,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
   const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
-  const handler = new ProxyHandler({ local, localPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, heldRequestBodyBytes: config.heldRequestBodyBytes, metrics, log });
+  const handler = new ProxyHandler({ local: relayLocal, localPlain: relayLocalPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, heldRequestBodyBytes: config.heldRequestBodyBytes, metrics, log });
 
   // mvproxy's own calls to the local apiserver (discovery, CRD lists, identity Leases) carry its token; clients' requests never do.
   const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
@@ -276,7 +281,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   addPeerChecks(peering?.peers() ?? []);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
-  const certReload = startCertReload({ config, log, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool], localTLS });
+  const certReload = startCertReload({ config, log, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool, { swap: () => localTLS && relayLocal.setTLS(localTLS) }, { swap: () => localTLS && relayLocalPlain.setTLS(localPlainTLS()!) }], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();
@@ -337,6 +342,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       tunnels.destroyAll();
       handler.close();
       await publisher.stop();
-      await Promise.all([peerPools.close(), local.destroy().catch(() => undefined)]);
+      relayLocal.destroy();
+      relayLocalPlain.destroy();
+      await Promise.all([peerPools.close(), local.destroy().catch(() => undefined), localPlain.destroy().catch(() => undefined)]);
   }
 }

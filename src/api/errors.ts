@@ -31,6 +31,12 @@ export const ERRORS = {
   MVP_ERR_LOCAL_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the local kube-apiserver could not be reached', notSent: true },
   /** The connection to the local kube-apiserver failed after the request was (or may have been) sent, before any answer. */
   MVP_ERR_LOCAL_FAILED: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the connection to the local kube-apiserver failed before it answered' },
+  /**
+   * The upstream's answer broke HTTP/1.1 framing in a way two readers could read differently
+   * (upstream/h1/response-parser.ts): refused, its connection discarded, as Go's ReverseProxy
+   * answers a transport error.
+   */
+  MVP_ERR_UPSTREAM_PROTOCOL: { status: 502, reason: 'InternalError', message: "the upstream's answer could not be read safely" },
   /** The upstream did not send response headers within --request-timeout. */
   MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout' },
   /** The client listener's front end cannot carry this protocol upgrade. */

@@ -14,6 +14,13 @@ export function isHostPort(address: string): boolean {
   return isPort(address.slice(colon + 1));
 }
 
+/** Host and port of an address isHostPort accepts ([v6] loses its brackets), as Go's net.SplitHostPort. */
+export function splitHostPort(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  const host = address.slice(0, colon);
+  return { host: host.charCodeAt(0) === 0x5b /* [ */ ? host.slice(1, -1) : host, port: Number(address.slice(colon + 1)) };
+}
+
 function isPort(s: string): boolean {
   if (s.length === 0 || s.length > 5) return false;
   for (let i = 0; i < s.length; i++) {

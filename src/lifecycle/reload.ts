@@ -9,7 +9,7 @@ import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { UwsRunningListener } from '../listener/uws';
 import type { Logger } from '../observability/log';
 import type { CertificateInUse } from '../observability/metrics';
-import { ReloadableTLS, type ReloadablePool, type TLSMaterial, type TLSMaterialSpec } from './certs';
+import { ReloadableTLS, type TLSMaterial, type TLSMaterialSpec } from './certs';
 
 export interface CertReloadTargets {
   config: DaemonConfig;
@@ -25,7 +25,7 @@ export interface CertReloadTargets {
   /** The node front end's client listener, when it serves TLS. */
   clientServer?: https.Server;
   /** The local apiserver pools (with and without the client certificate) and their TLS material (mutated in place: upgrade tunnels read it too). */
-  local?: ReloadablePool[];
+  local?: { swap(): void }[];
   localTLS?: TLSFiles;
   resyncMs?: number;
 }

@@ -10,16 +10,30 @@ import type { ErrorCode } from '../api/errors';
 export const MAX_HEADER_BYTES = 16 * 1024;
 
 /**
- * Response headers to pass back to the client (upstream/headers.ts responseHeadFrom builds them
- * from an upstream's): hop-by-hop headers dropped, and Content-Length reported separately because
- * each front end writes it itself from the body it sends (writing it twice would corrupt the response).
+ * Response headers to pass back to the client: hop-by-hop headers dropped, and Content-Length
+ * reported separately because each front end writes it itself from the body it sends (writing it
+ * twice would corrupt the response). mvproxy's own answers give the headers as a list; a relayed
+ * answer (upstream/h1/response-parser.ts UpstreamHead) also gives them as byte ranges of the
+ * upstream's own head (`raw`), which the uWS front end writes without building strings.
  */
 export interface ResponseHead {
-  /** flat [name, value, ...]; names as the upstream sent them */
-  headers: string[];
+  /** flat [name, value, ...]; names as the upstream sent them; latin1 byte strings */
+  readonly headers: string[];
   /** -1 when the upstream sent no Content-Length (chunked or close-delimited) */
-  contentLength: number;
-  contentType: string;
+  readonly contentLength: number;
+  readonly contentType: string;
+  /** A relayed answer's head bytes (the Date line not among the runs: uWS writes its own). */
+  readonly raw?: RawResponseHead;
+}
+
+/** A relayed head as bytes: the reason phrase's range, and runs of header lines (UpstreamHead says how). */
+export interface RawResponseHead {
+  readonly buf: Buffer;
+  /** "200 OK": the status line after "HTTP/1.1 ". */
+  readonly statusStart: number;
+  readonly statusEnd: number;
+  /** Four numbers a run: name start, name end, value start, the run's end (its value spans the run's later lines). */
+  readonly runs: readonly number[];
 }
 
 /**
@@ -56,6 +70,13 @@ export interface Exchange {
   readonly query: string;
   /** Request headers, flat [name, value, ...], names lowercased, wire order, duplicates kept. */
   readonly headers: readonly string[];
+  /** The request's Content-Length, or -1 when it sent none (no body, or chunked / an HTTP/2 body of unknown length). */
+  readonly contentLength: number;
+  /**
+   * Header values were decoded as UTF-8 by the front end (uWS), not handed over one latin1
+   * character a byte (node): the upstream client re-encodes non-ASCII ones to their bytes.
+   */
+  readonly utf8HeaderValues: boolean;
   /** First value of x-kubernetes-peer-proxied, if sent. */
   readonly peerProxied: string | undefined;
   readonly remoteAddress: string;

@@ -15,7 +15,11 @@ export class FramingCheck {
 
   /** `name` lowercased. */
   see(name: string, value: string): void {
-    if (name === 'content-length') this.contentLengths++;
+    if (name === 'content-length') {
+      this.contentLengths++;
+      // Not 1*DIGIT: no two readers agree on what it frames (Go refuses it: "bad Content-Length").
+      if (contentLengthValue(value) < 0) this.contentLengths = 2;
+    }
     else if (name === 'transfer-encoding') {
       this.transferEncodings++;
       this.teValue = value;
@@ -54,6 +58,17 @@ function isChunked(v: string): boolean {
  */
 export function expectationRefusal(value: string): ErrorCode | undefined {
   return value.trim().toLowerCase() === '100-continue' ? undefined : 'MVP_ERR_EXPECTATION_FAILED';
+}
+
+/** A request's Content-Length as a number, or -1 when it is not 1*DIGIT (two of them are refused by FramingCheck). */
+export function contentLengthValue(v: string): number {
+  const t = v.trim();
+  if (t.length === 0 || t.length > 15) return -1;
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return -1;
+  }
+  return Number(t);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange, ListenerState, ResponseHead } from './exchange';
 import type { Identity } from '../api/identity';
 import type { ErrorCode } from '../api/errors';
-import { FramingCheck, expectationRefusal } from './framing';
+import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
 
 /**
  * How long a connection closed with its request body unread stays half-open after the response
@@ -112,6 +112,9 @@ export class NodeExchange implements Exchange {
   readonly query: string;
   readonly headers: string[];
   readonly peerProxied: string | undefined;
+  readonly contentLength: number = -1;
+  /** node's parser hands each header byte over as one latin1 character. */
+  readonly utf8HeaderValues = false;
   readonly remoteAddress: string;
   readonly body: Readable | null;
   readonly res: NodeResponse;
@@ -143,6 +146,7 @@ export class NodeExchange implements Exchange {
       } else if (name === 'content-length' || name === 'transfer-encoding') {
         framing.see(name, raw[i + 1]);
         sawLength = true;
+        if (name === 'content-length') this.contentLength = contentLengthValue(raw[i + 1]);
         if (name === 'transfer-encoding' || raw[i + 1] !== '0') hasBody = true;
       } else if (name === 'expect') expect ??= raw[i + 1];
     }

@@ -20,7 +20,7 @@ import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, ty
 import { subjectIdentity, type Identity } from '../api/identity';
 import { X509Certificate } from 'node:crypto';
 import type { ErrorCode } from '../api/errors';
-import { FramingCheck, expectationRefusal } from './framing';
+import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
 import { peerCertificateProblem } from './peer-auth';
@@ -75,7 +75,7 @@ export class UwsResponse implements ClientResponse {
     // paused socket never reads again). The Node 24 build never pauses: it reads and drops the rest
     // of the body after the answer, and closing instead reset the connection under the client's
     // upload, which then lost the answer (an early 401 never arrived: measured).
-    return this.closeAfter || (this.requestBodyPending && PAUSE_THROTTLES_BODY) || this.state.draining || hasConnectionClose(this.head!.headers);
+    return this.closeAfter || (this.requestBodyPending && PAUSE_THROTTLES_BODY) || this.state.draining || (this.head!.raw === undefined && hasConnectionClose(this.head!.headers));
   }
 
   /** Set when the connection must close after this response whatever it says (a refused upgrade). */
@@ -113,6 +113,17 @@ export class UwsResponse implements ClientResponse {
     if (this.headWritten) return;
     this.headWritten = true;
     const res = this.res;
+    const raw = this.head!.raw;
+    if (raw !== undefined) {
+      // A relayed head, as the upstream's bytes: its status line, then each run of relayed lines in
+      // one "name: value" write whose value spans the run's later lines (UpstreamHead.runs); no
+      // header strings are made. Connection and Date are never in a run (uWS writes its own).
+      const b = raw.buf;
+      const r = raw.runs;
+      res.writeStatus(b.subarray(raw.statusStart, raw.statusEnd));
+      for (let i = 0; i < r.length; i += 4) res.writeHeader(b.subarray(r[i]!, r[i + 1]!), b.subarray(r[i + 2]!, r[i + 3]!));
+      return;
+    }
     res.writeStatus(statusLine(this.status));
     const h = this.head!.headers;
     // uWS writes its own Connection: close when it closes (end(…, true)), and its own Date on every
@@ -335,6 +346,9 @@ class UwsExchange implements Exchange {
   readonly query: string;
   readonly headers: string[] = [];
   peerProxied: string | undefined;
+  contentLength = -1;
+  /** uWS hands header values over decoded as UTF-8. */
+  readonly utf8HeaderValues = true;
   readonly remoteAddress: string;
   body: Readable | null = null;
   readonly res: UwsResponse;
@@ -361,6 +375,7 @@ class UwsExchange implements Exchange {
       } else if (k === 'content-length' || k === 'transfer-encoding') {
         framing.see(k, v);
         if (k === 'transfer-encoding' || v !== '0') hasBody = true;
+        if (k === 'content-length') this.contentLength = contentLengthValue(v);
       } else if (k === 'upgrade') this.upgrade = true;
       else if (k === 'expect') expect ??= v;
     });

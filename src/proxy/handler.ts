@@ -15,7 +15,6 @@
 //   peer listener   → handlePeer():   always the local apiserver (one hop, never proxied again)
 
 import { performance } from 'node:perf_hooks';
-import type { Dispatcher } from 'undici';
 import type { HealthChecks } from '../observability/healthz';
 import type { Exchange } from '../listener/exchange';
 import { isOriginForm } from '../listener/framing';
@@ -24,7 +23,8 @@ import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import { decide } from '../routing/decide';
 import { DECISION_PROXY_DISABLED } from '../routing/decision';
-import type { IdentityHeaderRules } from '../upstream/headers';
+import { IdentityHeaderRules } from '../upstream/headers';
+import type { OriginPool } from '../upstream/h1/origin';
 import type { PeerPools } from '../upstream/pools';
 import { writeDocument, writeHealth, writeStatus } from '../respond/write';
 import { type Metrics, PROXY_ERROR_ENDPOINT_RESOLUTION } from '../observability/metrics';
@@ -37,9 +37,9 @@ import { firstValue, gvrOf, headerValue, observe, ProxiedRequest, type ProxyCont
 
 export interface ProxyHandlerOptions {
   /** The local apiserver, presenting the front-proxy client certificate: for requests with identity headers. */
-  local: Dispatcher;
+  local: OriginPool;
   /** The local apiserver without a client certificate: for every other request (carriesIdentity). */
-  localPlain: Dispatcher;
+  localPlain: OriginPool;
   peers: PeerPools;
   snapshots: SnapshotHolder;
   lifecycle: Lifecycle;
@@ -77,8 +77,9 @@ export class ProxyHandler {
     this.c = {
       local: o.local,
       localPlain: o.localPlain,
+      localHost: o.local.name,
       peers: o.peers,
-      identityRules: o.identityRules,
+      identityRules: o.identityRules ?? new IdentityHeaderRules(),
       requestTimeoutMs: o.requestTimeoutMs,
       metrics: o.metrics,
       log: o.log,

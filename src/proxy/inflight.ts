@@ -4,7 +4,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type { InFlight } from '../observability/metrics';
-import { PeerDownError } from '../upstream/forward';
+import { PeerDownError } from '../upstream/failover';
 
 /** What the registry needs of a request in flight. */
 export interface Tracked {
@@ -13,7 +13,10 @@ export interface Tracked {
   readonly route: InFlight['route'];
   /** The peer listener the attempt under way goes to; '' for the local apiserver. */
   readonly peerAddress: string;
-  /** performance.now() ms after which a non-long-running request is cut (--request-timeout as a whole). */
+  /**
+   * performance.now() ms after which expire() is called: a non-long-running request's whole
+   * --request-timeout; a stream's wait for its head (Infinity once it arrived).
+   */
   readonly deadline: number;
   /** The request ran past its deadline: 504 if nothing was answered yet, else cut. */
   expire(): void;
@@ -26,12 +29,12 @@ export interface Tracked {
 export class InflightRequests {
   /** Non-long-running requests, each with a deadline. */
   private readonly timed = new Set<Tracked>();
-  /** Long-running requests (watches, logs -f), ended cleanly at shutdown, never timed out. */
+  /** Long-running requests (watches, logs -f), ended cleanly at shutdown, timed out only while their head has not come. */
   private readonly streams = new Set<Tracked>();
   /**
-   * One sweep for every deadline instead of a timer per request: a request is cut at most
-   * DEADLINE_SWEEP_MS after its deadline (undici's headersTimeout/bodyTimeout only measure silence,
-   * so a body that trickles or stalls half-way would otherwise hold a connection for ever).
+   * One sweep for every deadline instead of a timer per request (the relay's client has none of its
+   * own): a request is cut at most DEADLINE_SWEEP_MS after its deadline, whether its upstream is
+   * silent, trickles, or stalls half-way.
    */
   private readonly sweeper: NodeJS.Timeout;
 
@@ -54,9 +57,11 @@ export class InflightRequests {
   }
 
   private expireOverdue(): void {
-    if (this.timed.size === 0) return;
+    if (this.timed.size === 0 && this.streams.size === 0) return;
     const now = performance.now();
     for (const r of this.timed) if (r.deadline < now) r.expire();
+    // A stream's deadline is its head's (Infinity once the head arrived).
+    for (const r of this.streams) if (r.deadline < now) r.expire();
   }
 
   /** What is being proxied now (mvproxy_inflight_requests, read at scrape time). */
@@ -93,9 +98,3 @@ export class InflightRequests {
 
 /** How often deadlines are checked: a request ends within this much of --request-timeout. */
 const DEADLINE_SWEEP_MS = 250;
-/**
- * A request's deadline is --request-timeout plus this: undici's own headers/body timeouts (the same
- * bound) handle silences and release the socket; the sweep, a second later, only catches what they
- * cannot see (trickling or stalled bodies).
- */
-export const DEADLINE_GRACE_MS = 1_000;

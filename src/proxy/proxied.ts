@@ -1,39 +1,48 @@
-// One client request on its way upstream, after routing decided where: it owns its attempts (one
-// upstream/forward.ts ForwardHandler each), the failover between peers, its deadline, its metrics
-// and its request log line. Each attempt reports back through AttemptOwner; the state that used to
-// travel as positional parameters (candidates, first, tried, the held 404, the replayable body)
-// lives here, so failing over is a method call, not a recursion.
+// One client request on its way upstream, after routing decided where. The per-attempt object
+// reports, the request decides (Envoy's router filter and UpstreamRequest): each attempt
+// (upstream/h1/attempt.ts) knows one connection and one response and reports head, body, end or
+// failure through AttemptReport; this object makes every decision — relay or hold an answer, fail
+// over to the next peer, answer with a Status, cut a stream — through one peer cursor (candidates,
+// first, tried), and writes one record per request that feeds the metrics and the request log.
 //
 //   toLocal()            the local apiserver (every local decision; the peer listener)
 //   toLocalThenPeers()   notFound: the local apiserver; on its 404 each member's peer in turn
 //   toPeers()            peer: the candidates from a random start, failing over on a safe failure
+//
+// Deadlines are not timers of this object: proxy/inflight.ts sweeps every request in flight and
+// calls expire() past its deadline (the whole request, or for a stream its head).
 
 import { performance } from 'node:perf_hooks';
-import type { Dispatcher } from 'undici';
 import type { Exchange } from '../listener/exchange';
 import type { RequestInfo } from '../request/requestinfo';
 import { isLongRunning, streamHeadTimeoutMs } from '../request/longrunning';
-import { type AttemptOwner, ForwardHandler, type HeldAnswer, isFailoverSafe, isNotSent, isSafeMethod } from '../upstream/forward';
-import { NotSentHeader } from '../api/headers';
-import { carriesIdentity, forwardRequestHeaders, type IdentityHeaderRules } from '../upstream/headers';
+import { UpstreamAttempt, type AttemptReport } from '../upstream/h1/attempt';
+import type { OriginPool } from '../upstream/h1/origin';
+import type { UpstreamHead } from '../upstream/h1/response-parser';
+import { CHUNKED_BODY, NO_BODY, headCarriesIdentity, requestHead, type RequestHeadOptions } from '../upstream/h1/request-head';
+import { isFailoverSafe, isSafeMethod, type HeldAnswer } from '../upstream/failover';
+import type { IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
+import { NotSentHeader } from '../api/headers';
 import { ERRORS, type ErrorCode } from '../api/errors';
 import { writeHeld, writeStatus } from '../respond/write';
 import type { Metrics, Route } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 import type { Snapshot } from '../snapshot/holder';
-import { DEADLINE_GRACE_MS, type InflightRequests, type Tracked } from './inflight';
+import type { InflightRequests, Tracked } from './inflight';
 import type { HeldBodyBudget } from './held-bodies';
 
 /** What every proxied request of one daemon shares (built once by ProxyHandler). */
 export interface ProxyContext {
   /** The local apiserver, presenting the front-proxy client certificate: for requests with identity headers. */
-  readonly local: Dispatcher;
+  readonly local: OriginPool;
   /** The local apiserver without a client certificate: for every other request (carriesIdentity). */
-  readonly localPlain: Dispatcher;
+  readonly localPlain: OriginPool;
+  /** host:port of the local apiserver (the Host header of requests to it). */
+  readonly localHost: string;
   readonly peers: PeerPools;
   /** Front-proxy identity header names (--requestheader-*-headers). */
-  readonly identityRules?: IdentityHeaderRules;
+  readonly identityRules: IdentityHeaderRules;
   readonly requestTimeoutMs: number;
   readonly metrics: Metrics;
   readonly log: Logger;
@@ -54,13 +63,23 @@ export interface GVR {
 
 type Stage = 'local' | 'peers' | 'peersAfter404';
 
-export class ProxiedRequest implements AttemptOwner, Tracked {
+/** Where the answer of the attempt under way is going. */
+const A_WAITING = 0; // no head yet
+const A_RELAYING = 1; // the head went to the client, the body follows
+const A_HOLDING = 2; // a held status: collected, not relayed (yet)
+
+export class ProxiedRequest implements AttemptReport, Tracked {
   readonly longRunning: boolean;
   route: 'local' | 'peer' = 'local';
   peerAddress = '';
+  /** performance.now() ms after which expire() is called: the request's whole deadline, or a stream's head deadline (Infinity once its head arrived). */
   deadline = Infinity;
   private stage: Stage = 'local';
-  private attempt: ForwardHandler | undefined;
+  private attempt: UpstreamAttempt | null = null;
+  private answer = A_WAITING;
+  /** The status the client got (0 until a head went out). */
+  private status = 0;
+  private finished = false;
   private tracked = false;
   /** The peer (server ID) of the attempt under way. */
   private peerID = '';
@@ -69,14 +88,22 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
   private first = 0;
   private tried = 0;
   private gvr: GVR = NO_GVR;
+  /** Statuses of the attempt under way that are held, not relayed. */
+  private holdStatuses: readonly number[] | undefined;
+  /** The answer being held, and its bytes so far. */
+  private held: HeldAnswer | null = null;
+  private heldLength = 0;
   /** The local apiserver's 404, held while peers are asked (toLocalThenPeers). */
   private local404: HeldAnswer | undefined;
   /** The request body read whole, so it can be sent again (toLocalThenPeers); else the client's body streams. */
   private body: Buffer | undefined;
   /** Bytes of c.heldBodies that `body` holds, given back at settle(). */
   private heldBytes = 0;
-  /** It arrived on the peer listener (logged with a local failure). */
+  /** It arrived on the peer listener (logged with a local failure; its identity headers are trusted). */
   private fromPeer = false;
+  /** The last attempt's head (the request log reads its Audit-Id), and at --v=4 its wait: request written → head (ms). */
+  private lastHead: UpstreamHead | null = null;
+  private upstreamMs = -1;
 
   constructor(
     private readonly c: ProxyContext,
@@ -98,7 +125,7 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
   toLocal(fromPeer: boolean): void {
     this.stage = 'local';
     this.fromPeer = fromPeer;
-    this.sendLocal(fromPeer, undefined);
+    this.sendLocal(undefined);
   }
 
   /**
@@ -112,7 +139,7 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     this.candidates = peers;
     this.body = body;
     this.heldBytes = heldBytes;
-    this.sendLocal(false, HOLD_LOCAL_404);
+    this.sendLocal(HOLD_LOCAL_404);
   }
 
   /** To one of `peers` (server IDs), from index `first`, failing over on a failure that is safe to retry. */
@@ -125,46 +152,61 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     this.sendToCandidate();
   }
 
-  private sendLocal(fromPeer: boolean, holdStatuses: readonly number[] | undefined): void {
+  private sendLocal(holdStatuses: readonly number[] | undefined): void {
     const c = this.c;
-    const headers = forwardRequestHeaders(this.ex.headers, { remoteAddress: this.ex.remoteAddress, peerHop: false, identityRules: c.identityRules, identity: this.ex.identity, trustIdentityHeaders: fromPeer });
     this.route = 'local';
     this.peerAddress = '';
     this.peerID = '';
-    this.send(carriesIdentity(headers, c.identityRules) ? c.local : c.localPlain, headers, holdStatuses);
+    const o = this.headOptions(c.localHost, false);
+    this.send(headCarriesIdentity(this.ex.headers, o) ? c.local : c.localPlain, o, holdStatuses);
   }
 
   private sendPeer(id: string, address: string, holdStatuses: readonly number[] | undefined): void {
-    const c = this.c;
     this.route = 'peer';
     this.peerAddress = address;
     this.peerID = id;
-    const headers = forwardRequestHeaders(this.ex.headers, { remoteAddress: this.ex.remoteAddress, peerHop: true, identityRules: c.identityRules, identity: this.ex.identity });
-    this.send(c.peers.get(address), headers, holdStatuses);
+    this.send(this.c.peers.relay(address), this.headOptions(address, true), holdStatuses);
   }
 
-  private send(upstream: Dispatcher, headers: string[], holdStatuses: readonly number[] | undefined): void {
+  /** The head's options. One object per attempt: the request head is built from it at once. */
+  private headOptions(host: string, peerHop: boolean): RequestHeadOptions {
+    const ex = this.ex;
+    const body = this.body;
+    return {
+      host,
+      remoteAddress: ex.remoteAddress,
+      rules: this.c.identityRules,
+      trustIdentityHeaders: this.fromPeer,
+      identity: ex.identity,
+      peerHop,
+      bodyLength: body !== undefined ? body.length : ex.body === null ? (ex.contentLength === 0 ? 0 : NO_BODY) : ex.contentLength >= 0 ? ex.contentLength : CHUNKED_BODY,
+      utf8Values: ex.utf8HeaderValues,
+    };
+  }
+
+  private send(pool: OriginPool, o: RequestHeadOptions, holdStatuses: readonly number[] | undefined): void {
     const c = this.c;
-    const attempt = new ForwardHandler(
-      this.ex,
-      {
-        headers,
-        longRunning: this.longRunning,
-        requestTimeoutMs: this.longRunning ? streamHeadTimeoutMs(this.ex.query, c.requestTimeoutMs) : c.requestTimeoutMs,
-        recordHead: c.logRequests,
-        holdStatuses,
-        body: this.body,
-        fromAPIServer: this.route === 'local',
-      },
-      this,
-    );
+    const ex = this.ex;
+    this.holdStatuses = holdStatuses;
+    this.answer = A_WAITING;
+    const attempt = new UpstreamAttempt(this, pool, {
+      head: requestHead(ex.method, ex.query ? ex.path + '?' + ex.query : ex.path, ex.headers, o),
+      body: this.body ?? ex.body,
+      chunked: o.bodyLength === CHUNKED_BODY,
+      noBody: ex.method === 'HEAD',
+      fromAPIServer: this.route === 'local',
+      replayable: isSafeMethod(ex.method) && (this.body !== undefined || ex.body === null),
+    });
     this.attempt = attempt;
     if (!this.tracked) {
       this.tracked = true;
-      if (!this.longRunning) this.deadline = this.start + c.requestTimeoutMs + DEADLINE_GRACE_MS;
+      ex.onClientClose = () => this.clientGone();
+      ex.res.onDrain = () => this.attempt?.resume();
       c.inflight.add(this);
     }
-    attempt.dispatch(upstream); // may fail over, or settle, before it returns
+    // The whole request's deadline; a stream's is its head's, per attempt.
+    this.deadline = this.longRunning ? performance.now() + streamHeadTimeoutMs(ex.query, c.requestTimeoutMs) : this.start + c.requestTimeoutMs;
+    attempt.start(); // may report, even fail over, before it returns
   }
 
   /** The next candidate of toPeers, or a 503 Status when none is left. */
@@ -197,31 +239,84 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     this.answerLocal404();
   }
 
-  /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
-  private answerLocal404(): void {
-    this.settle();
+  // AttemptReport: what the attempt under way saw.
+
+  upstreamHead(head: UpstreamHead): void {
+    this.lastHead = head;
+    if (this.c.logRequests && this.attempt !== null) this.upstreamMs = this.attempt.headAt - this.attempt.sentAt;
+    if (this.holdStatuses !== undefined && this.holdStatuses.includes(head.status)) {
+      this.answer = A_HOLDING;
+      this.held = { status: head.status, head, body: [] };
+      this.heldLength = 0;
+      return;
+    }
+    this.answer = A_RELAYING;
+    this.status = head.status;
+    if (this.longRunning) this.deadline = Infinity;
+    if (!this.ex.clientClosed) this.ex.res.writeHead(head.status, head, this.longRunning);
+  }
+
+  upstreamBody(chunk: Buffer): boolean {
+    if (this.answer === A_HOLDING) {
+      // A Status body is well under this; a larger held answer keeps only its first part.
+      if ((this.heldLength += chunk.length) <= HELD_BODY_MAX) this.held!.body.push(Buffer.from(chunk));
+      return true;
+    }
+    if (this.ex.clientClosed) return true;
+    return this.ex.res.write(chunk);
+  }
+
+  upstreamEnd(): void {
+    if (this.answer === A_HOLDING) return this.handHeldOver();
+    if (!this.ex.clientClosed) this.ex.res.end();
+    this.done(this.route === 'local' ? 'local' : 'peer');
+  }
+
+  upstreamFailed(err: Error & { code?: string }, notSent: boolean, gotHead: boolean): void {
+    if (this.finished || this.ex.clientClosed) return;
+    if (this.answer === A_HOLDING) return this.handHeldOver(); // what was held is still an answer
+    if (gotHead) {
+      // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
+      this.c.log.info(2, 'upstream failed mid-response', { route: this.route, peer: this.peerID, err: errText(err), path: this.ex.path });
+      this.ex.res.destroy();
+      this.done(this.route === 'local' ? 'local' : 'peer');
+      return;
+    }
+    this.attemptFailed(err, notSent, this.attempt?.bodyTouched ?? false);
+  }
+
+  /** The attempt failed before any of its answer reached the client: fail over, or answer with a Status. */
+  private attemptFailed(err: Error & { code?: string }, notSent: boolean, bodyTouched: boolean): void {
+    const c = this.c;
+    const code = failureCode(err);
+    if (this.route === 'local') {
+      c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
+      c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
+      return this.fail(code ?? (notSent ? 'MVP_ERR_LOCAL_UNAVAILABLE' : 'MVP_ERR_LOCAL_FAILED'), 'local');
+    }
+    // Counted and logged against that peer. Not as apiserver_peer_proxy_errors_total{type="proxy_transport"}:
+    // upstream counts that only when it cannot build the round tripper (peerproxy_handler.go); a
+    // failed dial is "rerouted, code 503" there, which is counted with the client's answer.
+    c.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: this.peerID });
+    c.log.info(2, 'peer request failed', { peer: this.peerID, address: this.peerAddress, err: errText(err), path: this.ex.path });
+    // After the local 404 the body is a replayable Buffer: the same rule as failover, by method.
+    const safe = code === undefined && isFailoverSafe(err, notSent, this.ex.method, this.stage === 'peersAfter404' ? false : bodyTouched);
+    if (safe && this.stage === 'peersAfter404') return this.askNextPeer();
+    if (safe) {
+      this.tried++;
+      return this.sendToCandidate();
+    }
+    const answer = code ?? 'MVP_ERR_PEER_UNAVAILABLE';
+    this.rerouted(ERRORS[answer].status);
+    this.fail(answer, 'peer');
+  }
+
+  /** The held answer is complete (or cut): the decision it was held for. */
+  private handHeldOver(): void {
+    const held = this.held!;
+    this.held = null;
+    this.answer = A_WAITING;
     if (this.ex.clientClosed) return;
-    writeHeld(this.ex, this.local404!);
-    this.observe('local', 404);
-  }
-
-  /** A peer's held answer (asked after the local 404) is the client's: passing it on could run the request twice. */
-  private answerHeld(held: HeldAnswer): void {
-    this.settle();
-    this.rerouted(held.status);
-    if (this.ex.clientClosed) return;
-    writeHeld(this.ex, held);
-    this.observe('peer', held.status);
-  }
-
-  attemptDone(status: number): void {
-    this.settle();
-    if (this.route === 'local') return this.observe('local', status);
-    this.rerouted(status);
-    this.observe('peer', status);
-  }
-
-  attemptHeld(held: HeldAnswer): void {
     if (this.stage === 'local') {
       this.local404 = held;
       this.stage = 'peersAfter404';
@@ -232,56 +327,85 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
       // A 502/503/504 may come after the peer's apiserver ran the request (a create that then timed
       // out): the next peer would run it again. Passed on only when that cannot be (mvproxy's own
       // "not sent" answer, NotSentHeader) or cannot matter (a safe method); else it is the answer.
-      if (!isSafeMethod(this.ex.method) && !heldNotSent(held)) return this.answerHeld(held);
+      if (!isSafeMethod(this.ex.method) && !heldNotSent(held)) return this.answerHeld(held, 'peer');
     }
     this.askNextPeer();
   }
 
-  attemptFailed(err: Error, bodyTouched: boolean): void {
-    const c = this.c;
-    if (this.route === 'local') {
-      c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
-      c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
-      return this.fail(timeoutCode(err) ?? (isNotSent(err) ? 'MVP_ERR_LOCAL_UNAVAILABLE' : 'MVP_ERR_LOCAL_FAILED'), 'local');
-    }
-    // Counted and logged against that peer. Not as apiserver_peer_proxy_errors_total{type="proxy_transport"}:
-    // upstream counts that only when it cannot build the round tripper (peerproxy_handler.go); a
-    // failed dial is "rerouted, code 503" there, which is counted with the client's answer.
-    c.metrics.upstreamConnectErrors.inc({ route: 'peer', peer: this.peerID });
-    c.log.info(2, 'peer request failed', { peer: this.peerID, address: this.peerAddress, err: errText(err), path: this.ex.path });
-    const timeout = timeoutCode(err);
-    // After the local 404 the body is a replayable Buffer: the same rule as failover, by method.
-    if (this.stage === 'peersAfter404' && timeout === undefined && isFailoverSafe(err, this.ex.method, false)) return this.askNextPeer();
-    if (timeout === undefined && isFailoverSafe(err, this.ex.method, bodyTouched)) {
-      this.tried++;
-      return this.sendToCandidate();
-    }
-    this.rerouted(ERRORS[timeout ?? 'MVP_ERR_PEER_UNAVAILABLE'].status);
-    this.fail(timeout ?? 'MVP_ERR_PEER_UNAVAILABLE', 'peer');
+  /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
+  private answerLocal404(): void {
+    this.answerHeld(this.local404!, 'local');
   }
 
-  // Tracked: what the registry asks of the attempt under way.
+  /** A held answer is the client's. */
+  private answerHeld(held: HeldAnswer, route: Route): void {
+    if (route === 'peer') this.rerouted(held.status);
+    this.settle();
+    if (this.ex.clientClosed) return;
+    writeHeld(this.ex, held);
+    this.status = held.status;
+    this.observe(route);
+  }
+
+  // Tracked: what the in-flight registry asks.
+
+  /** Past the deadline: 504 while no answer went out (a stream's head, or a whole request), else the response is cut. */
   expire(): void {
-    this.attempt?.expire();
+    if (this.finished) return;
+    this.attempt?.abort();
+    if (this.answer !== A_RELAYING || !this.ex.res.headersSent) {
+      if (this.route === 'peer') this.rerouted(504);
+      return this.fail('MVP_ERR_UPSTREAM_TIMEOUT', this.route);
+    }
+    this.ex.res.destroy();
+    this.done(this.route);
   }
 
+  /** Gives up on an upstream that has not answered yet (a peer that failed its probe): failover as for a transport failure. */
   abandon(err: Error): boolean {
-    return this.attempt?.abandon(err) ?? false;
+    if (this.finished || this.answer !== A_WAITING || this.attempt === null) return false;
+    const a = this.attempt;
+    a.abort();
+    this.attemptFailed(err, false, a.bodyTouched);
+    return true;
   }
 
+  /** Ends a streaming response cleanly (shutdown): client-go re-lists and re-watches, elsewhere. */
   endCleanly(): void {
-    this.attempt?.endCleanly();
+    if (this.finished) return;
+    this.attempt?.abort();
+    if (this.answer === A_RELAYING && this.ex.res.headersSent) {
+      this.ex.res.end();
+      this.done(this.route);
+    } else this.fail('MVP_ERR_SHUTTING_DOWN', this.route);
+  }
+
+  private clientGone(): void {
+    if (this.finished) return;
+    this.attempt?.abort();
+    this.done(this.route);
   }
 
   private settle(): void {
+    this.finished = true;
     if (this.heldBytes > 0) {
       this.c.heldBodies.give(this.heldBytes);
       this.heldBytes = 0;
       this.body = undefined;
     }
+    this.attempt = null;
     if (!this.tracked) return;
     this.tracked = false;
+    this.ex.onClientClose = null;
+    this.ex.res.onDrain = null;
     this.c.inflight.delete(this);
+  }
+
+  /** The response ended (or was cut): the record. */
+  private done(route: Route): void {
+    this.settle();
+    if (route === 'peer') this.rerouted(this.status);
+    this.observe(route);
   }
 
   /** Answers with the error's metav1.Status. */
@@ -289,7 +413,8 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     this.settle();
     if (this.ex.clientClosed) return;
     writeStatus(this.ex, code);
-    this.observe(route, ERRORS[code].status);
+    this.status = ERRORS[code].status;
+    this.observe(route);
   }
 
   /**
@@ -301,8 +426,8 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
     if (this.gvr.resource !== '') this.c.metrics.reroutedRequests.inc({ code: String(status), group: this.gvr.group, version: this.gvr.version, resource: this.gvr.resource });
   }
 
-  private observe(route: Route, status: number): void {
-    observe(this.c, this.ex, this.ri, route, status, this.start, this.longRunning, route === 'peer' ? this.peerID : undefined, this.attempt);
+  private observe(route: Route): void {
+    observe(this.c, this.ex, this.ri, route, this.status, this.start, this.longRunning, route === 'peer' ? this.peerID : undefined, this.lastHead, this.upstreamMs);
   }
 }
 
@@ -311,7 +436,7 @@ export class ProxiedRequest implements AttemptOwner, Tracked {
  * swamp it) and, at --v=4, one log line in the shape of Kubernetes' httplog ("HTTP" verb URI
  * latency userAgent srcIP resp) plus mvproxy's route. Off below --v=4: one boolean test.
  */
-export function observe(c: ProxyContext, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, attempt?: ForwardHandler): void {
+export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, head?: UpstreamHead | null, upstreamMs = -1): void {
   const seconds = (performance.now() - start) / 1000;
   if (!longRunning) {
     c.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
@@ -319,17 +444,17 @@ export function observe(c: ProxyContext, ex: Exchange, ri: RequestInfo | undefin
   }
   if (!c.logRequests) return;
   // httplog's fields and order (verb URI latency userAgent audit-ID srcIP resp), then mvproxy's:
-  // the route, and the upstream's share of the latency (request sent → response head).
+  // the route, and the upstream's share of the latency (request written → response head).
   c.log.info(4, 'HTTP', {
     verb: ex.method,
     URI: ex.query ? `${ex.path}?${ex.query}` : ex.path,
     latency: `${(seconds * 1000).toFixed(3)}ms`,
     userAgent: headerValue(ex.headers, 'user-agent'),
-    'audit-ID': attempt?.auditID || headerValue(ex.headers, 'audit-id'),
+    'audit-ID': head?.get('audit-id') || headerValue(ex.headers, 'audit-id'),
     srcIP: ex.remoteAddress,
     resp: status,
     route: peer ? `peer:${peer}` : route,
-    ...(attempt && attempt.headAt ? { upstreamLatency: `${(attempt.headAt - attempt.sentAt).toFixed(3)}ms` } : {}),
+    ...(upstreamMs >= 0 ? { upstreamLatency: `${upstreamMs.toFixed(3)}ms` } : {}),
   });
 }
 
@@ -349,6 +474,14 @@ export function headerValue(headers: readonly string[], name: string): string {
 }
 
 const NO_GVR: GVR = Object.freeze({ group: '', version: '', resource: '' });
+/** The local apiserver's answer that sends a notFound request on to the peers. */
+const HOLD_LOCAL_404: readonly number[] = [404];
+/** A peer asked after a local 404 that answers so has nothing to say about the resource: its apiserver is down or restarting. */
+const PEER_CANNOT_ANSWER: readonly number[] = [502, 503, 504];
+/** ...or that answers so, when more peers remain to be asked. */
+const PEER_PASSES_ON: readonly number[] = [404, ...PEER_CANNOT_ANSWER];
+/** A Status body is well under this; a larger held 404 keeps only its first part (then it is not replayed whole). */
+const HELD_BODY_MAX = 64 * 1024;
 
 /** A held answer that mvproxy wrote itself and that says the request reached no apiserver (api/errors.ts notSent). */
 function heldNotSent(held: HeldAnswer): boolean {
@@ -356,16 +489,10 @@ function heldNotSent(held: HeldAnswer): boolean {
   for (let i = 0; i < h.length; i += 2) if (h[i]!.toLowerCase() === NotSentHeader) return h[i + 1] === 'true';
   return false;
 }
-/** The local apiserver's answer that sends a notFound request on to the peers. */
-const HOLD_LOCAL_404: readonly number[] = [404];
-/** A peer asked after a local 404 that answers so has nothing to say about the resource: its apiserver is down or restarting. */
-const PEER_CANNOT_ANSWER: readonly number[] = [502, 503, 504];
-/** ...or that answers so, when more peers remain to be asked. */
-const PEER_PASSES_ON: readonly number[] = [404, ...PEER_CANNOT_ANSWER];
 
-/** A timeout before anything reached the client: 504. A body that went silent counts too (its head was held back, so a Status can still be sent). */
-function timeoutCode(err: Error & { code?: string }): ErrorCode | undefined {
-  return err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'MVP_ERR_REQUEST_TIMEOUT' ? 'MVP_ERR_UPSTREAM_TIMEOUT' : undefined;
+/** The Status for a failure that has its own: an answer that broke framing (502). Else the caller's by route. */
+function failureCode(err: Error & { code?: string }): ErrorCode | undefined {
+  return err.code === 'MVP_ERR_UPSTREAM_PROTOCOL' ? 'MVP_ERR_UPSTREAM_PROTOCOL' : undefined;
 }
 
 function errText(err: Error & { code?: string }): string {

@@ -1,12 +1,12 @@
 // The answers mvproxy writes itself onto a client's Exchange: its own errors as metav1.Status,
 // health answers, and an upstream answer that was held back (proxy/proxied.ts). Everything a
-// proxied upstream answers streams through upstream/forward.ts instead.
+// proxied upstream answers streams through upstream/h1/attempt.ts instead.
 
 import type { Exchange } from '../listener/exchange';
 import { errorResponse, type ErrorCode } from '../api/errors';
 import { STATUS_CONTENT_TYPE } from '../api/status';
 import type { HealthResponse } from '../observability/healthz';
-import type { HeldAnswer } from '../upstream/forward';
+import type { HeldAnswer } from '../upstream/failover';
 
 /** Writes one of mvproxy's own errors as a metav1.Status. */
 export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
@@ -30,7 +30,9 @@ export function writeHealth(ex: Exchange, h: HealthResponse): void {
 /** An upstream answer held back (ForwardOptions.holdStatuses) that is the client's answer after all. */
 export function writeHeld(ex: Exchange, held: HeldAnswer): void {
   const body = Buffer.concat(held.body);
-  ex.res.writeHead(held.status, { ...held.head, contentLength: body.length }, false);
+  // The held head's lines, its length now the body's (the held head may be a relayed one: its raw
+  // runs are not written here, since the framing of what is sent is this body's).
+  ex.res.writeHead(held.status, { headers: held.head.headers, contentLength: body.length, contentType: held.head.contentType }, false);
   if (body.length && ex.method !== 'HEAD') ex.res.write(body);
   ex.res.end();
 }

@@ -13,7 +13,7 @@ import type { Identity } from '../api/identity';
 import type { ResponseHead } from '../listener/exchange';
 
 /** Lowercased hop-by-hop header names (Go net/http/httputil hopHeaders, RFC 7230 §6.1). */
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP = new Set([
   'connection',
   'proxy-connection',
   'keep-alive',
@@ -149,15 +149,20 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
   out.push('x-forwarded-for', xff === undefined ? o.remoteAddress : xff + ', ' + o.remoteAddress);
   if (o.upgrade) out.push('connection', 'Upgrade');
   if (o.peerHop) out.push(PeerProxiedHeader, 'true');
-  if (o.identity) {
-    out.push(rules.userHeader, o.identity.user);
-    for (const g of o.identity.groups) out.push(rules.groupHeader, g);
-    for (const [k, vs] of Object.entries(o.identity.extra ?? {})) for (const v of vs) out.push(rules.extraPrefix + headerKeyEscape(k), v);
-  }
+  if (o.identity) out.push(...identityHeaders(o.identity, rules));
   return out;
 }
 
-function connectionHeaderNames(tokens: string): Set<string> {
+/** The front-proxy headers asserting a user mvproxy authenticated itself (a client certificate), as a flat [name, value, ...] list. */
+export function identityHeaders(identity: Identity, rules: IdentityHeaderRules = DEFAULT_IDENTITY_RULES): string[] {
+  const out: string[] = [rules.userHeader, identity.user];
+  for (const g of identity.groups) out.push(rules.groupHeader, g);
+  for (const [k, vs] of Object.entries(identity.extra ?? {})) for (const v of vs) out.push(rules.extraPrefix + headerKeyEscape(k), v);
+  return out;
+}
+
+/** The header names a Connection header's tokens list (close, keep-alive and upgrade are not names). */
+export function connectionHeaderNames(tokens: string): Set<string> {
   const s = new Set<string>();
   for (const t of tokens.split(',')) {
     const n = t.trim().toLowerCase();

@@ -3,21 +3,16 @@
 // as the client certificate, the peer's serving certificate checked against --peer-ca-file with
 // server name kubernetes.default.svc whatever address is dialled (docs/kubernetes-mvp.md §2.3, BuildPeerProxy).
 
-import type { TLSPolicy } from '../config/tls-policy';
+import type { TLSFiles } from './tls-files';
 import { buildConnector, Pool } from 'undici';
 import type { TLSSocket } from 'node:tls';
+import { OriginPool } from './h1/origin';
+import { splitHostPort } from '../gocompat/net';
 
 /** The server name Kubernetes checks a peer's serving certificate against (pkg/controlplane/apiserver/peer.go). */
 export const PEER_SERVER_NAME = 'kubernetes.default.svc';
 
-export interface TLSFiles {
-  ca?: Buffer;
-  cert?: Buffer;
-  key?: Buffer;
-  servername?: string;
-  /** --tls-min-version / --tls-cipher-suites, as node:tls options. */
-  policy?: TLSPolicy;
-}
+export type { TLSFiles } from './tls-files';
 
 export interface PoolOptions {
   /** Connect timeout in ms; a dead upstream is reported as 503 within it. */
@@ -35,6 +30,20 @@ export interface PoolOptions {
  * the peer is closing and fail. node:https peers hint 30 s (keepAliveTimeout), which undici follows.
  */
 export const PEER_IDLE_TIMEOUT_MS = 5_000;
+
+/**
+ * How long the relay keeps an idle connection to the local apiserver: below kube-apiserver's own
+ * idle close (90 s, secure_serving.go IdleTimeout), so it never races that close; an upstream that
+ * hints a shorter Keep-Alive timeout (node:http servers, 5 s) lowers it per connection.
+ */
+export const LOCAL_IDLE_TIMEOUT_MS = 30_000;
+
+/** The relay's connections to the local apiserver at `url` (upstream/h1/origin.ts). */
+export function localRelay(url: URL, connectTimeoutMs: number, tls: TLSFiles | undefined): OriginPool {
+  const secure = url.protocol === 'https:';
+  const host = url.hostname.charCodeAt(0) === 0x5b /* [ */ ? url.hostname.slice(1, -1) : url.hostname;
+  return new OriginPool({ host, port: Number(url.port || (secure ? 443 : 80)), authority: url.host, tls: secure ? tls : undefined, connectTimeoutMs, idleTimeoutMs: LOCAL_IDLE_TIMEOUT_MS });
+}
 
 /**
  * No connection cap: every watch holds one connection for its whole life, and a cap would queue a
@@ -75,9 +84,14 @@ function connector(o: PoolOptions): buildConnector.connector | buildConnector.Bu
     });
 }
 
-/** Pools to peers by address, created on first use and closed when their address leaves the snapshot. */
+/**
+ * Pools to peers by address, created on first use and closed when their address leaves the snapshot:
+ * undici's for mvproxy's own calls (discovery fetches, probes), and the relay's own client's for the
+ * requests it proxies (upstream/h1/origin.ts).
+ */
 export class PeerPools {
   private readonly pools = new Map<string, Pool>();
+  private readonly relays = new Map<string, OriginPool>();
   /** notAfter (Unix seconds) of the serving certificate each peer address presented last. */
   readonly certificateExpiry = new Map<string, number>();
   constructor(private readonly o: PoolOptions) {}
@@ -91,9 +105,33 @@ export class PeerPools {
     return p;
   }
 
+  /** The relay's connections to the peer listener at `address` (mutual TLS, PEER_SERVER_NAME, session resumption). */
+  relay(address: string): OriginPool {
+    let p = this.relays.get(address);
+    if (!p) {
+      const { host, port } = splitHostPort(address);
+      p = new OriginPool({ host, port, authority: address, tls: this.o.tls, connectTimeoutMs: this.o.connectTimeoutMs, idleTimeoutMs: PEER_IDLE_TIMEOUT_MS, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
+      this.relays.set(address, p);
+    }
+    return p;
+  }
+
+  /** Connections to peers open now, through the relay's client (tests, scale checks). */
+  get relayConnections(): number {
+    let n = 0;
+    for (const p of this.relays.values()) n += p.open;
+    return n;
+  }
+
   /** Closes pools for addresses no longer in use (gracefully: in-flight requests finish). */
   retain(addresses: Iterable<string>): void {
     const keep = new Set(addresses);
+    for (const [addr, p] of this.relays) {
+      if (!keep.has(addr)) {
+        this.relays.delete(addr);
+        p.close();
+      }
+    }
     for (const [addr, p] of this.pools) {
       if (!keep.has(addr)) {
         this.pools.delete(addr);
@@ -112,6 +150,8 @@ export class PeerPools {
   }
 
   async close(): Promise<void> {
+    for (const p of this.relays.values()) p.destroy();
+    this.relays.clear();
     const all = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));

@@ -149,6 +149,23 @@ const SHAPES: Shape[] = [
   },
 ];
 
+/**
+ * The body a forwarded request carried, de-chunked when it went upstream chunked (the relay re-frames
+ * a chunked client body as chunked; the strict reader has already checked its framing).
+ */
+function bodyOf(r: { head: string; body: Buffer }): string {
+  const s = r.body.toString('latin1');
+  if (!/\r\ntransfer-encoding: *chunked\r\n/i.test(r.head)) return s;
+  let out = '';
+  for (let i = 0; ; ) {
+    const eol = s.indexOf('\r\n', i);
+    const size = parseInt(s.slice(i, eol).split(';')[0]!, 16);
+    if (!size) return out;
+    out += s.slice(eol + 2, eol + 2 + size);
+    i = eol + 2 + size + 2;
+  }
+}
+
 for (const frontend of FRONTENDS) {
   describe(`request smuggling shapes on the ${frontend} front end (lenient upstream records the bytes)`, () => {
     let up: LenientUpstream;
@@ -187,13 +204,13 @@ for (const frontend of FRONTENDS) {
           if (r.socket) lingering.push({ name: shape.name, socket: r.socket, since: Date.now() - r.ms });
         } else if (expect === 'forwarded') {
           assert.equal(app.length, 1, `one request forwarded: ${JSON.stringify(seen)}; reply ${JSON.stringify(r.out.slice(0, 80))}`);
-          assert.equal(app[0].body.toString('latin1'), 'abc');
+          assert.equal(bodyOf(app[0]), 'abc');
           assert.equal(r.status, 200);
         } else if ('refusedOrForwarded' in expect) {
           if (app.length === 0) assert.ok(expect.refusedOrForwarded.includes(r.status) || (r.status === 0 && r.closed), `reply ${JSON.stringify(r.out.slice(0, 120))}`);
           else {
             assert.equal(app.length, 1);
-            assert.equal(app[0].body.toString('latin1'), 'abc');
+            assert.equal(bodyOf(app[0]), 'abc');
             assert.equal(r.status, 200, `reply ${JSON.stringify(r.out.slice(0, 120))}`);
           }
         } else {
@@ -211,10 +228,12 @@ for (const frontend of FRONTENDS) {
 
     if (frontend === 'uws') {
       test('uWS build: every connection it left without a reply is closed by its idle timeout (~12 s, docs/dependencies.md §3)', async (t) => {
+        // Each shape already checked that nothing of its own was forwarded; while they linger, nothing may be either.
+        up.reset();
         const results = await Promise.all(lingering.map(async (l) => ({ name: l.name, closed: await closedWithin(l.socket, Math.max(1000, 16_000 - (Date.now() - l.since))), after: Date.now() - l.since })));
         for (const r of results) t.diagnostic(`${r.closed ? 'closed' : 'STILL OPEN'} after ${(r.after / 1000).toFixed(1)} s: ${r.name}`);
         assert.deepEqual(results.filter((r) => !r.closed).map((r) => r.name), [], 'closed within 16 s');
-        assert.equal(up.appRequests().filter((a) => !a.target.includes('after=')).length, 0, 'and nothing of theirs was ever forwarded');
+        assert.equal(up.appRequests().filter((a) => !a.target.includes('after=')).length, 0, 'and nothing of theirs was forwarded while they lingered');
       });
     }
   });

@@ -20,6 +20,8 @@
 // write an interim answer). test/unit/response-parser.test.ts compares every decision with
 // Node's own llhttp on generated and mutated byte streams.
 
+import type { RawResponseHead, ResponseHead } from '../../listener/exchange';
+
 /** The longest response head accepted (status line, fields, final CRLF): kube-apiserver's are < 1 KiB; llhttp's default is 16 KiB. */
 export const MAX_HEAD_BYTES = 64 * 1024;
 /** The longest chunk-size line (with its extensions) and trailer section accepted. */
@@ -57,12 +59,13 @@ const H_HOP = 4; // keep-alive, proxy-connection, proxy-authenticate, proxy-auth
 const H_DATE = 5;
 const H_CONTENT_TYPE = 6;
 const H_NOT_SENT = 7; // x-mvproxy-not-sent (api/headers.ts NotSentHeader)
+const H_KEEP_ALIVE = 8;
 
 const NAMES: [string, number][] = [
   ['content-length', H_CONTENT_LENGTH],
   ['transfer-encoding', H_TRANSFER_ENCODING],
   ['connection', H_CONNECTION],
-  ['keep-alive', H_HOP],
+  ['keep-alive', H_KEEP_ALIVE],
   ['proxy-connection', H_HOP],
   ['proxy-authenticate', H_HOP],
   ['proxy-authorization', H_HOP],
@@ -92,7 +95,7 @@ function classify(b: Buffer, start: number, end: number): number {
  * The final response head as the client gets it: the status, and the header lines to relay as
  * byte ranges of the upstream's own head (nothing re-encoded).
  */
-export class UpstreamHead {
+export class UpstreamHead implements ResponseHead, RawResponseHead {
   /** The head's bytes, status line to the blank line. */
   readonly buf: Buffer;
   readonly status: number;
@@ -111,6 +114,8 @@ export class UpstreamHead {
   dateEnd = -1;
   /** -1 when the upstream sent no Content-Length. */
   contentLength = -1;
+  /** Keep-Alive: timeout=N, in seconds (node:http servers send 5), or -1: how long the upstream keeps an idle connection. */
+  keepAliveSeconds = -1;
   chunked = false;
   /** The upstream closes the connection after this response (Connection: close, HTTP/1.0, close-delimited body). */
   close = false;
@@ -126,6 +131,11 @@ export class UpstreamHead {
     this.statusStart = statusStart;
     this.statusEnd = statusEnd;
     this.runs = runs;
+  }
+
+  /** ResponseHead: the head is its own byte form. */
+  get raw(): RawResponseHead {
+    return this;
   }
 
   get contentType(): string {
@@ -455,6 +465,12 @@ export class ResponseParser {
         case H_CONNECTION: {
           const v = b.toString('latin1', valueStart, valueEnd);
           connectionValues = connectionValues === undefined ? v : connectionValues + ',' + v;
+          relay = false;
+          break;
+        }
+        case H_KEEP_ALIVE: {
+          const m = /(?:^|[\s,])timeout=(\d{1,6})/i.exec(b.toString('latin1', valueStart, valueEnd));
+          if (m) head.keepAliveSeconds = Number(m[1]);
           relay = false;
           break;
         }
