@@ -50,7 +50,11 @@ export interface ClientResponse {
    * (a watch with no event yet must still see its 200 at once, as kube-apiserver sends it).
    */
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void;
-  /** Writes a body chunk. false = the client is slow: stop until onDrain fires. */
+  /**
+   * Writes a body chunk. false = the client is slow: stop until onDrain fires. The chunk is valid
+   * during the call only (the relay's reads land in one reused buffer): a front end copies what it
+   * keeps past the call.
+   */
   write(chunk: Buffer): boolean;
   /** Ends the response normally. */
   end(): void;

@@ -93,7 +93,8 @@ export class NodeResponse implements ClientResponse {
 
   write(chunk: Buffer): boolean {
     this.flushHead();
-    return this.res.write(chunk);
+    // node:http keeps the chunk until it is written: a copy (ClientResponse.write).
+    return this.res.write(Buffer.from(chunk));
   }
 
   end(): void {

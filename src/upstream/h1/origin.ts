@@ -72,7 +72,6 @@ export class UpstreamConnection {
     socket.on('timeout', () => {
       if (this.connecting) socket.destroy(new ConnectTimeoutError(pool.name, connectTimeoutMs));
     });
-    socket.on('data', (b: Buffer) => this.onData(b));
     socket.on('end', () => this.onEnd());
     socket.on('error', (e: Error) => this.onError(e));
     socket.on('close', () => this.onClose());
@@ -85,6 +84,12 @@ export class UpstreamConnection {
     this.socket.setNoDelay(true); // a request head and a response are one write each: never wait for an ACK (Nagle)
     this.socket.setKeepAlive(true, 30_000); // as Go's dialer: a watch on a dead peer is noticed
     this.pool.connected(this);
+  }
+
+  /** Bytes read into READ_BUFFER (onread): a view valid until this returns; false pauses the socket. */
+  onRead(n: number): boolean {
+    this.onData(READ_BUFFER.subarray(0, n));
+    return !this.socket.isPaused();
   }
 
   private onData(b: Buffer): void {
@@ -135,6 +140,14 @@ export class UpstreamConnection {
     this.socket.destroy();
   }
 }
+
+/**
+ * Every upstream connection reads into this one buffer (net/tls `onread`): no allocation per read.
+ * Measured on the local LIST (100 KiB): node's default stream reads allocate a fresh 64 KiB buffer per
+ * read, and GC took 34 % of the relay's CPU. What reads it consumes the bytes before returning (the
+ * parser copies a head out; front ends copy only what they must keep: ClientResponse.write).
+ */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
 /** Pools swept for idle connections, once a second by one timer for all. */
 const pools = new Set<OriginPool>();
@@ -204,6 +217,9 @@ export class OriginPool {
   private dial(user: ConnectionUser): void {
     const o = this.o;
     let socket: net.Socket;
+    // The connection is made after the socket (onread needs it first): the callback reaches it through this holder.
+    const holder: { c: UpstreamConnection | null } = { c: null };
+    const onread = { buffer: READ_BUFFER, callback: (n: number) => holder.c!.onRead(n) };
     try {
       if (o.tls) {
         const t = o.tls;
@@ -218,10 +234,12 @@ export class OriginPool {
           ALPNProtocols: ['http/1.1'],
           session: this.session,
           ...t.policy,
+          // tls.connect takes onread as net.connect does (node docs); @types/node leaves it out.
+          ...({ onread } as object),
         });
         socket.on('session', (s: Buffer) => (this.session = s));
       } else {
-        socket = net.connect({ host: o.host, port: o.port });
+        socket = net.connect({ host: o.host, port: o.port, onread });
       }
     } catch (e) {
       // Synchronous failures (EMFILE from the socket() call, invalid TLS options) reach the user the same way.
@@ -229,6 +247,7 @@ export class OriginPool {
       return;
     }
     const c = new UpstreamConnection(this, socket, o.connectTimeoutMs);
+    holder.c = c;
     c.user = user;
     this.all.add(c);
   }

@@ -210,7 +210,7 @@ const CRLFCRLF = Buffer.from('\r\n\r\n');
 export interface ResponseSink {
   /** The final (non-1xx) head. */
   onHead(head: UpstreamHead): void;
-  /** A body slice (a view of the read: pass it on or copy it before the next read). */
+  /** A body slice: a view of the read, valid during the call only (reads land in one reused buffer): pass it on or copy it. */
   onBody(chunk: Buffer): void;
   /** The response is complete; `extra` bytes followed it in the same read (a server that sends more than it was asked for). */
   onEnd(extra: boolean): void;
@@ -362,8 +362,9 @@ export class ResponseParser {
       return this.afterHead(head, pos + consumed);
     }
     if (end + 4 - from > MAX_HEAD_BYTES) throw new ParseError('the upstream response head is too large');
-    // The head's own bytes: a view when it started at the read's start (the usual case), else copied out.
-    const headBuf = from === 0 ? buf.subarray(0, end + 4) : Buffer.from(buf.subarray(from, end + 4));
+    // The head's own bytes, copied out of the read: reads land in one reused buffer (origin.ts), and
+    // the head outlives the read (uWS writes it with the first body bytes; a held answer keeps it).
+    const headBuf = Buffer.from(buf.subarray(from, end + 4));
     return this.afterHead(this.parseHead(headBuf), end + 4);
   }
 
