@@ -25,6 +25,7 @@ import { decide } from '../routing/decide';
 import { DECISION_PROXY_DISABLED } from '../routing/decision';
 import { IdentityHeaderRules } from '../upstream/headers';
 import type { OriginPool } from '../upstream/h1/origin';
+import { newUpstreamAttempt, type AttemptFactory } from '../upstream/h1/attempt';
 import type { PeerPools } from '../upstream/pools';
 import { writeDocument, writeHealth, writeStatus } from '../respond/write';
 import { type Metrics, PROXY_ERROR_ENDPOINT_RESOLUTION } from '../observability/metrics';
@@ -56,6 +57,8 @@ export interface ProxyHandlerOptions {
   pickStart?: (n: number) => number;
   /** --held-request-body-bytes: request bodies held at once for the retry after a local 404 (held-bodies.ts). */
   heldRequestBodyBytes: number;
+  /** Makes each upstream attempt (tests script their own); the relay's client by default. */
+  newAttempt?: AttemptFactory;
 }
 
 export class ProxyHandler {
@@ -87,6 +90,7 @@ export class ProxyHandler {
       pickStart: o.pickStart ?? ((n) => (n === 1 ? 0 : Math.floor(Math.random() * n))),
       inflight: this.inflight,
       heldBodies: this.heldBodies,
+      newAttempt: o.newAttempt ?? newUpstreamAttempt,
     };
   }
 

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { Exchange } from '../listener/exchange';
 import type { RequestInfo } from '../request/requestinfo';
 import { isLongRunning, streamHeadTimeoutMs } from '../request/longrunning';
-import { UpstreamAttempt, type AttemptReport } from '../upstream/h1/attempt';
+import type { Attempt, AttemptFactory, AttemptReport } from '../upstream/h1/attempt';
 import type { OriginPool } from '../upstream/h1/origin';
 import type { UpstreamHead } from '../upstream/h1/response-parser';
 import { CHUNKED_BODY, NO_BODY, headCarriesIdentity, requestHead, type RequestHeadOptions } from '../upstream/h1/request-head';
@@ -53,6 +53,8 @@ export interface ProxyContext {
   readonly inflight: InflightRequests;
   /** The budget a held request body (toLocalThenPeers) was reserved from; given back when the request ends. */
   readonly heldBodies: HeldBodyBudget;
+  /** Makes each attempt: the relay's client (newUpstreamAttempt); a scripted fake in test/unit/proxied.test.ts. */
+  readonly newAttempt: AttemptFactory;
 }
 
 export interface GVR {
@@ -75,7 +77,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   /** performance.now() ms after which expire() is called: the request's whole deadline, or a stream's head deadline (Infinity once its head arrived). */
   deadline = Infinity;
   private stage: Stage = 'local';
-  private attempt: UpstreamAttempt | null = null;
+  private attempt: Attempt | null = null;
   private answer = A_WAITING;
   /** The status the client got (0 until a head went out). */
   private status = 0;
@@ -189,7 +191,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     const ex = this.ex;
     this.holdStatuses = holdStatuses;
     this.answer = A_WAITING;
-    const attempt = new UpstreamAttempt(this, pool, {
+    const attempt = c.newAttempt(this, pool, {
       head: requestHead(ex.method, ex.query ? ex.path + '?' + ex.query : ex.path, ex.headers, o),
       body: this.body ?? ex.body,
       chunked: o.bodyLength === CHUNKED_BODY,

@@ -44,7 +44,22 @@ const CRLF = '\r\n';
 function ignoreError(): void {}
 const LAST_CHUNK = '0\r\n\r\n';
 
-export class UpstreamAttempt implements ConnectionUser, ResponseSink {
+/** What the request holds of its attempt under way (a fake one in proxy tests: test/unit/proxied.test.ts). */
+export interface Attempt {
+  start(): void;
+  resume(): void;
+  abort(): void;
+  readonly bodyTouched: boolean;
+  readonly sentAt: number;
+  readonly headAt: number;
+}
+
+/** Makes an attempt: the relay's own (UpstreamAttempt), or a test's scripted one. */
+export type AttemptFactory = (report: AttemptReport, pool: OriginPool, req: AttemptRequest) => Attempt;
+
+export const newUpstreamAttempt: AttemptFactory = (report, pool, req) => new UpstreamAttempt(report, pool, req);
+
+export class UpstreamAttempt implements ConnectionUser, ResponseSink, Attempt {
   private conn: UpstreamConnection | null = null;
   private done = false;
   /** A head was reported. */

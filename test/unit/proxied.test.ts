@@ -1,0 +1,263 @@
+// The request decides (src/proxy/proxied.ts), case by case, in-process, in the shape of Kubernetes'
+// TestPeerProxy (peerproxy_handler_test.go): one table of cases, each a request, a route table, a
+// scripted upstream per pool (what each attempt reports: head, body, end, failure), and what the
+// client must get, which pools were asked in which order, and the metrics as exposition text.
+// Nothing listens; each case runs in milliseconds.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ProxyHandler } from '../../src/proxy/handler';
+import { SnapshotHolder } from '../../src/snapshot/holder';
+import { RouteTable } from '../../src/routing/routetable';
+import { Lifecycle } from '../../src/lifecycle/state';
+import { Metrics } from '../../src/observability/metrics';
+import { silentLogger } from '../../src/observability/log';
+import { UpstreamHead } from '../../src/upstream/h1/response-parser';
+import type { Attempt, AttemptReport, AttemptRequest } from '../../src/upstream/h1/attempt';
+import type { OriginPool } from '../../src/upstream/h1/origin';
+import type { PeerPools } from '../../src/upstream/pools';
+import type { ClientResponse, Exchange, ResponseHead } from '../../src/listener/exchange';
+
+/** One step a scripted upstream reports. */
+type Step = { head: number; headers?: string } | { body: string } | { end: true } | { fail: string; notSent?: boolean } | 'never';
+
+/** A parsed head, as the relay's reader would hand it over. */
+function head(status: number, headers = 'Content-Type: application/json'): UpstreamHead {
+  let h: UpstreamHead | undefined;
+  const { ResponseParser } = require('../../src/upstream/h1/response-parser') as typeof import('../../src/upstream/h1/response-parser');
+  const p = new ResponseParser();
+  // As a peer's answer is read (fromAPIServer false: its "not sent" header is kept).
+  p.reset({ onHead: (x) => (h = x), onBody: () => undefined, onEnd: () => undefined }, true, false);
+  p.execute(Buffer.from(`HTTP/1.1 ${status} X\r\n${headers ? headers + '\r\n' : ''}\r\n`, 'latin1'));
+  return h!;
+}
+
+class FakeAttempt implements Attempt {
+  bodyTouched = false;
+  sentAt = 0;
+  headAt = 0;
+  aborted = false;
+  constructor(
+    private readonly report: AttemptReport,
+    private readonly steps: Step[],
+  ) {}
+  start(): void {
+    let gotHead = false;
+    for (const s of this.steps) {
+      if (this.aborted || s === 'never') return;
+      if ('head' in s) {
+        gotHead = true;
+        this.report.upstreamHead(head(s.head, s.headers));
+      }
+      else if ('body' in s) this.report.upstreamBody(Buffer.from(s.body));
+      else if ('end' in s) this.report.upstreamEnd();
+      else this.report.upstreamFailed(Object.assign(new Error(s.fail), { code: s.fail }), s.notSent ?? false, gotHead);
+    }
+  }
+  resume(): void {}
+  abort(): void {
+    this.aborted = true;
+  }
+}
+
+class FakeResponse implements ClientResponse {
+  onDrain: (() => void) | null = null;
+  status = 0;
+  head: ResponseHead | undefined;
+  body = '';
+  ended = false;
+  destroyed = false;
+  get headersSent(): boolean {
+    return this.status !== 0;
+  }
+  writeHead(status: number, h: ResponseHead): void {
+    this.status = status;
+    this.head = h;
+  }
+  write(chunk: Buffer): boolean {
+    this.body += chunk.toString();
+    return true;
+  }
+  end(): void {
+    this.ended = true;
+  }
+  destroy(): void {
+    this.destroyed = true;
+  }
+}
+
+function exchange(method: string, path: string, query = ''): Exchange & { res: FakeResponse } {
+  return { method, path, query, headers: ['user-agent', 'test'], contentLength: -1, utf8HeaderValues: false, peerProxied: undefined, remoteAddress: '10.0.0.9', body: null, res: new FakeResponse(), onClientClose: null, clientClosed: false, refusal: undefined };
+}
+
+const G = 'example.com';
+const V = 'v1';
+const R = 'widgets';
+const GVR = `group="${G}",version="${V}",resource="${R}"`;
+const WIDGETS = `/apis/${G}/${V}/namespaces/default/${R}`;
+const res = (g: string, r: string) => ({ metadata: { name: g }, versions: [{ version: V, resources: [{ resource: r, responseKind: { group: g, version: V, kind: 'X' }, scope: 'Namespaced', singularResource: r, verbs: ['get', 'list', 'create', 'watch'] }] }] });
+
+interface Case {
+  desc: string;
+  method?: string;
+  path: string;
+  query?: string;
+  /** Who serves widgets: the local apiserver, peers (by ID), or nobody. */
+  servedBy: 'local' | string[] | 'nobody';
+  /** Per pool name (local, or a peer's address 10.0.0.N:6443): the steps of its attempts, in order. */
+  upstream: Record<string, Step[][]>;
+  wantStatus: number;
+  wantBody?: RegExp;
+  /** The pools asked, in order. */
+  wantAsked: string[];
+  wantMetrics?: string[];
+  wantDestroyed?: boolean;
+  /** Peer start index (pickStart). */
+  first?: number;
+}
+
+const OK = (body: string): Step[] => [{ head: 200 }, { body }, { end: true }];
+const NOT_FOUND: Step[] = [{ head: 404 }, { body: '{"kind":"Status","code":404}' }, { end: true }];
+
+const CASES: Case[] = [
+  { desc: 'served locally: the local apiserver answers', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [OK('L')] }, wantStatus: 200, wantBody: /^L$/, wantAsked: ['local'], wantMetrics: [] },
+  { desc: 'served by a peer: proxied, rerouted counted with its status', path: `${WIDGETS}/a`, servedBy: ['p1'], upstream: { '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantBody: /^P1$/, wantAsked: ['10.0.0.1:6443'], wantMetrics: [`apiserver_rerouted_request_total{code="200",${GVR}} 1`] },
+  {
+    desc: 'first peer refuses the connection (not sent): the next one answers, even a create',
+    method: 'POST',
+    path: WIDGETS,
+    servedBy: ['p1', 'p2'],
+    upstream: { '10.0.0.1:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.2:6443': [OK('P2')] },
+    wantStatus: 200,
+    wantAsked: ['10.0.0.1:6443', '10.0.0.2:6443'],
+    wantMetrics: [`apiserver_rerouted_request_total{code="200",${GVR}} 1`, 'mvproxy_upstream_errors_total{route="peer",peer="p1"} 1'],
+  },
+  {
+    desc: 'a create reset on an established connection is not sent again: 503',
+    method: 'POST',
+    path: WIDGETS,
+    servedBy: ['p1', 'p2'],
+    upstream: { '10.0.0.1:6443': [[{ fail: 'ECONNRESET' }]], '10.0.0.2:6443': [OK('P2')] },
+    wantStatus: 503,
+    wantBody: /MVP_ERR_PEER_UNAVAILABLE/,
+    wantAsked: ['10.0.0.1:6443'],
+    wantMetrics: [`apiserver_rerouted_request_total{code="503",${GVR}} 1`, 'mvproxy_upstream_errors_total{route="peer",peer="p1"} 1'],
+  },
+  { desc: 'a GET reset on an established connection fails over', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ fail: 'ECONNRESET' }]], '10.0.0.2:6443': [OK('P2')] }, wantStatus: 200, wantAsked: ['10.0.0.1:6443', '10.0.0.2:6443'] },
+  {
+    desc: 'every peer unreachable: 503 Status with Retry-After, rerouted 503',
+    path: `${WIDGETS}/a`,
+    servedBy: ['p1', 'p2'],
+    upstream: { '10.0.0.1:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.2:6443': [[{ fail: 'MVP_ERR_CONNECT_TIMEOUT', notSent: true }]] },
+    wantStatus: 503,
+    wantBody: /no peer apiserver that serves this resource could be reached/,
+    wantAsked: ['10.0.0.1:6443', '10.0.0.2:6443'],
+    wantMetrics: [`apiserver_rerouted_request_total{code="503",${GVR}} 1`, 'mvproxy_upstream_errors_total{route="peer",peer="p1"} 1', 'mvproxy_upstream_errors_total{route="peer",peer="p2"} 1'],
+  },
+  { desc: 'the random start is honoured: from the second peer', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], first: 1, upstream: { '10.0.0.2:6443': [OK('P2')] }, wantStatus: 200, wantAsked: ['10.0.0.2:6443'] },
+  { desc: 'a framing violation from a peer: 502 Status, no failover (the answer may be the peer\'s)', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ fail: 'MVP_ERR_UPSTREAM_PROTOCOL' }]] }, wantStatus: 502, wantAsked: ['10.0.0.1:6443'] },
+  { desc: 'the local apiserver refuses the connection: 503 "could not be reached"', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_UNAVAILABLE/, wantAsked: ['local'] },
+  { desc: 'the local apiserver drops a sent request: 503 "failed before it answered"', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
+  { desc: 'an upstream that fails mid-body: the client connection is cut, not ended', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ head: 200 }, { body: 'par' }, { fail: 'ECONNRESET' }]] }, wantStatus: 200, wantAsked: ['local'], wantDestroyed: true },
+  {
+    desc: 'nobody serves it: the local 404 is held and each peer asked; a peer has it',
+    path: `${WIDGETS}/a`,
+    servedBy: 'nobody',
+    upstream: { local: [NOT_FOUND], '10.0.0.1:6443': [NOT_FOUND], '10.0.0.2:6443': [OK('P2')] },
+    wantStatus: 200,
+    wantBody: /^P2$/,
+    wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'],
+  },
+  { desc: 'nobody serves it and no peer has it: the last peer\'s 404', path: `${WIDGETS}/a`, servedBy: 'nobody', upstream: { local: [NOT_FOUND], '10.0.0.1:6443': [NOT_FOUND], '10.0.0.2:6443': [NOT_FOUND] }, wantStatus: 404, wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'] },
+  {
+    desc: 'nobody serves it, peers cannot answer (503): the local 404 stands',
+    path: `${WIDGETS}/a`,
+    servedBy: 'nobody',
+    upstream: { local: [NOT_FOUND], '10.0.0.1:6443': [[{ head: 503 }, { end: true }]], '10.0.0.2:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]] },
+    wantStatus: 404,
+    wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'],
+  },
+  {
+    desc: 'nobody serves it, a create a peer answers 504: that is the answer, the next peer is not asked',
+    method: 'POST',
+    path: WIDGETS,
+    servedBy: 'nobody',
+    upstream: { local: [NOT_FOUND], '10.0.0.1:6443': [[{ head: 504 }, { body: 'timeout' }, { end: true }]], '10.0.0.2:6443': [OK('P2')] },
+    wantStatus: 504,
+    wantAsked: ['local', '10.0.0.1:6443'],
+  },
+  {
+    desc: 'nobody serves it, a create a peer answers 503 "not sent": the next peer is asked',
+    method: 'POST',
+    path: WIDGETS,
+    servedBy: 'nobody',
+    upstream: { local: [NOT_FOUND], '10.0.0.1:6443': [[{ head: 503, headers: 'X-Mvproxy-Not-Sent: true' }, { end: true }]], '10.0.0.2:6443': [OK('P2')] },
+    wantStatus: 200,
+    wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'],
+  },
+];
+
+for (const c of CASES) {
+  test(`ProxiedRequest: ${c.desc}`, () => {
+    const metrics = new Metrics();
+    const asked: string[] = [];
+    const remaining: Record<string, Step[][]> = Object.fromEntries(Object.entries(c.upstream).map(([k, v]) => [k, [...v]]));
+    const pool = (name: string) => ({ name }) as OriginPool;
+    const peers = { relay: (address: string) => pool(address) } as unknown as PeerPools;
+    const snapshots = new SnapshotHolder();
+    const localGroups = c.servedBy === 'local' ? [res(G, R)] : [res('other.io', 'things')];
+    const peerIDs = ['p1', 'p2'];
+    snapshots.publish({
+      table: RouteTable.build({
+        local: { groups: localGroups as never },
+        peers: new Map(peerIDs.map((id, i) => [id, { address: `10.0.0.${i + 1}:6443`, groups: (Array.isArray(c.servedBy) && c.servedBy.includes(id) ? [res(G, R)] : []) as never }])),
+        synced: true,
+      }),
+    });
+    const handler = new ProxyHandler({
+      local: pool('local'),
+      localPlain: pool('local'),
+      peers,
+      snapshots,
+      lifecycle: new Lifecycle(),
+      proxyEnabled: true,
+      legacyDiscoveryFix: true,
+      requestTimeoutMs: 60_000,
+      heldRequestBodyBytes: 1024 * 1024,
+      metrics,
+      log: silentLogger,
+      pickStart: () => c.first ?? 0,
+      newAttempt: (report: AttemptReport, p: OriginPool, _req: AttemptRequest) => {
+        asked.push(p.name);
+        const steps = remaining[p.name]?.shift();
+        assert.ok(steps, `${p.name} was asked once more than the case scripts`);
+        return new FakeAttempt(report, steps);
+      },
+    });
+    const ex = exchange(c.method ?? 'GET', c.path, c.query);
+    handler.handleClient(ex);
+    handler.close();
+    assert.deepEqual(asked, c.wantAsked, 'pools asked, in order');
+    assert.equal(ex.res.status, c.wantStatus, ex.res.body);
+    if (c.wantBody) assert.match(ex.res.body, c.wantBody);
+    assert.equal(ex.res.destroyed, c.wantDestroyed ?? false, 'cut');
+    if (!c.wantDestroyed) assert.ok(ex.res.ended, 'ended');
+    if (c.wantMetrics) {
+      const text = metricLines(metrics);
+      assert.deepEqual(text, [...c.wantMetrics].sort());
+    }
+  });
+}
+
+/** The sample lines of the families TestPeerProxy compares, from the registry's exposition. */
+function metricLines(m: Metrics): string[] {
+  const out: string[] = [];
+  for (const metric of m.registry.getMetricsAsArray()) {
+    if (!['apiserver_rerouted_request_total', 'apiserver_peer_proxy_errors_total', 'mvproxy_upstream_errors_total'].includes(metric.name)) continue;
+    const values = (metric as unknown as { hashMap: Record<string, { labels: Record<string, string>; value: number }> }).hashMap;
+    for (const v of Object.values(values)) {
+      const labels = Object.entries(v.labels).map(([k, x]) => `${k}="${x}"`).join(',');
+      out.push(`${metric.name}{${labels}} ${v.value}`);
+    }
+  }
+  return out.sort();
+}
