@@ -272,6 +272,10 @@ export class OriginPool {
   release(c: UpstreamConnection, reusable: boolean, keepAliveSeconds: number): void {
     c.user = null;
     if (!reusable || this.closed || c.socket.destroyed) return c.destroy();
+    // A response whose last read met a slow client ended with its socket paused: an idle
+    // connection reads again (else the next request's answer is never read: it waited for its
+    // deadline, measured in test/slow/streaming.test.ts).
+    c.socket.resume();
     c.reused = true;
     c.idleSince = performance.now();
     // Below the upstream's own idle close by a second (node:http servers: timeout=5 → 4 s).
