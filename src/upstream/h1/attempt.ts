@@ -264,9 +264,12 @@ export class UpstreamAttempt implements ConnectionUser, ResponseSink, Attempt {
   private unpump: (() => void) | null = null;
 
   private stopPumping(): void {
-    if (this.pumping === null) return;
+    const b = this.pumping;
+    if (b === null) return;
     this.pumping = null;
     this.unpump!();
     this.unpump = null;
+    // Flowing with no listener would drop what arrives next: a failover's next attempt reads it.
+    if (!b.readableEnded) b.pause();
   }
 }
