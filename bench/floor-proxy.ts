@@ -1,11 +1,16 @@
-// The floor of mvproxy's design: the same runtime and the same libraries (uWebSockets.js or
-// node:http in front, undici's dispatch() behind), with none of mvproxy's logic: no RequestInfo, no
-// routing, no header rules, no metrics, no deadlines, no request body. It copies the request head
-// upstream and streams the answer back with backpressure. Whatever mvproxy costs above this per
-// request is its own code; what this costs above nginx is the JavaScript stack's (issue 18's
-// analysis). Two front ends, as mvproxy has: `uws` (the default) and `node`.
+// The floors of mvproxy's design: the same runtime and front ends (uWebSockets.js or node:http),
+// with none of mvproxy's logic: no RequestInfo, no routing, no header rules, no metrics, no
+// deadlines, no request body. Each copies the request head upstream and streams the answer back with
+// backpressure; whatever mvproxy costs above a floor per request is its own code. Two upstream
+// clients (`--client`):
+//   undici  undici's Pool.dispatch() (the general-purpose client mvproxy used until issue 28)
+//   plain   the least HTTP/1.1 client that does the job, on net/tls sockets (below, ~150 lines): a
+//           LIFO keep-alive pool, the request head in one write, the response head found with one
+//           indexOf("\r\n\r\n"), Content-Length and chunked bodies passed through. It shares no code
+//           with mvproxy's src/upstream/h1 (a floor must not run the code it is the floor of).
+// Both clients hand the answer to the same front-end sinks, so two floors differ in the client only.
 //
-//   node bench/floor-proxy.ts <port> <upstream origin> [uws|node] [TLS options]
+//   node bench/floor-proxy.ts <port> <upstream origin> [uws|node] [--client undici|plain] [TLS options]
 //
 // TLS options, for the floor of the peer route (two floors chained over mutual TLS, as mvproxy A and
 // B): --tls-cert F --tls-key F [--client-ca F] serve TLS (uWS SSLApp; with a CA, client certificates
@@ -13,14 +18,13 @@
 // --upstream-key F --upstream-servername S dial an https origin with a client certificate.
 //
 // Runs without tsx (Node ≥ 23 strips the types: only erasable syntax here, CommonJS), so its RSS is
-// the process's own and not that of tsx's loader thread too. Prints {"listening":<port>} once it
-// accepts. Bench-only: GET and HEAD without bodies.
+// the process's own and not that of tsx's loader thread too; undici is loaded only by its floor.
+// Prints {"listening":<port>} once it accepts. Bench-only: GET and HEAD without bodies.
 
 import type { Dispatcher } from 'undici';
 import type { HttpResponse } from 'uwebsockets';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-
-const { Pool } = require('undici') as typeof import('undici');
+import type { Socket } from 'node:net';
 
 const { readFileSync } = require('node:fs') as typeof import('node:fs');
 
@@ -31,31 +35,27 @@ const opt = (name: string): string | undefined => {
 };
 const [portArg, origin] = args;
 const front = args[2] === 'node' ? 'node' : 'uws';
+const client = opt('--client') === 'plain' ? 'plain' : 'undici';
 const upstreamCA = opt('--upstream-ca');
-const pool = new Pool(origin!, {
-  connections: 128,
-  pipelining: 1,
-  ...(upstreamCA ? { connect: { ca: readFileSync(upstreamCA), cert: readFileSync(opt('--upstream-cert')!), key: readFileSync(opt('--upstream-key')!), servername: opt('--upstream-servername') } } : {}),
-});
+const upstreamTLS = upstreamCA ? { ca: readFileSync(upstreamCA), cert: readFileSync(opt('--upstream-cert')!), key: readFileSync(opt('--upstream-key')!), servername: opt('--upstream-servername') } : undefined;
 
 /** What a front end's response offers the relay. */
 interface Sink {
+  /** length: the body's Content-Length, -1 when unknown (chunked). */
   head(status: number, headers: [string, string][], length: number): void;
-  /** The whole body at once (it arrived in one chunk of its Content-Length). */
-  whole(chunk: Buffer): void;
   /** false: paused until onWritable */
   write(chunk: Buffer): boolean;
   end(): void;
   fail(message: string): void;
   aborted: boolean;
   onWritable: (() => void) | null;
-  /** A queued write the sink made on its own did not all go out: pause the upstream until onWritable. */
-  onFlushBlocked?: (() => void) | null;
+  /** The client went away (plain relay: the upstream connection is dropped, its answer unread). */
+  onAborted: (() => void) | null;
 }
 
-class Relay implements Dispatcher.DispatchHandler {
-  private length = -1;
-  private ended = false;
+// ---------------------------------------------------------------- the undici relay
+
+class UndiciRelay implements Dispatcher.DispatchHandler {
   private readonly sink: Sink;
   constructor(sink: Sink) {
     this.sink = sink;
@@ -65,94 +65,355 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.sink.aborted) return;
     const raw = controller.rawHeaders as Buffer[];
     const headers: [string, string][] = [];
+    let length = -1;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!.toString('latin1');
       const lower = name.toLowerCase();
-      if (lower === 'content-length') this.length = Number(raw[i + 1]!.toString('latin1'));
+      if (lower === 'content-length') length = Number(raw[i + 1]!.toString('latin1'));
       else if (lower !== 'connection' && lower !== 'date' && lower !== 'transfer-encoding' && lower !== 'keep-alive') headers.push([name, raw[i + 1]!.toString('latin1')]);
     }
     this.sink.onWritable = () => controller.resume();
-    this.sink.onFlushBlocked = () => controller.pause();
-    this.sink.head(status, headers, this.length);
+    this.sink.head(status, headers, length);
   }
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.sink.aborted) return;
-    if (this.length === chunk.length) {
-      // The whole body in one chunk (the 2 KiB GET): one end with its Content-Length, as mvproxy's tryEnd.
-      this.ended = true;
-      this.sink.whole(chunk);
-      return;
-    }
-    if (!this.sink.write(chunk)) controller.pause();
+    if (!this.sink.aborted && !this.sink.write(chunk)) controller.pause();
   }
   onResponseEnd(): void {
-    if (!this.sink.aborted && !this.ended) this.sink.end();
+    if (!this.sink.aborted) this.sink.end();
   }
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
     if (!this.sink.aborted) this.sink.fail(err.message);
   }
 }
 
-// Chunks up to one TLS record (16 KiB, what node:tls hands over per callback on the peer hop) are
-// queued and written once per turn, as mvproxy's UwsResponse does; written one by one, a 100 KiB
-// body from a TLS upstream costs a sendto per record. Larger chunks (plain 64 KiB reads) go at once.
+let undiciPool: import('undici').Pool | undefined;
+function undiciRequest(method: string, path: string, headers: string[], sink: Sink): void {
+  undiciPool ??= new (require('undici') as typeof import('undici')).Pool(origin!, { connections: 128, pipelining: 1, ...(upstreamTLS ? { connect: upstreamTLS } : {}) });
+  undiciPool.dispatch({ method: method as Dispatcher.HttpMethod, path, headers, body: null }, new UndiciRelay(sink));
+}
+
+// ---------------------------------------------------------------- the plain relay
+
+const net = require('node:net') as typeof import('node:net');
+const tls = require('node:tls') as typeof import('node:tls');
+
+const target = new URL(origin!);
+const HOST_LINE = `host: ${target.host}\r\n`;
+const secureContext = upstreamTLS ? tls.createSecureContext(upstreamTLS) : undefined;
+let tlsSession: Buffer | undefined;
+/** Idle connections, last in first out. */
+const idle: Upstream[] = [];
+// Below the 10 s after which uWS (the bench backend, a peer floor) closes an idle connection.
+const IDLE_MS = 4000;
+const MAX_HEAD = 64 * 1024;
+// Behind uWS every read lands in one buffer (net/tls onread), handled before the next: no buffer per
+// read (GC; uWS copies what it keeps). node:http keeps written chunks until they are sent, so there
+// each read is a buffer of its own, handed over without a copy.
+const REUSE_READS = front === 'uws';
+const READ_BUFFER = Buffer.allocUnsafe(REUSE_READS ? 64 * 1024 : 0);
+// Reading states (numbers, not literals: a state changes inside the calls made in one branch).
+const HEAD: number = 0, LENGTH: number = 1, CHUNKED: number = 2, UNTIL_CLOSE: number = 3;
+const SIZE_LINE: number = 0, DATA: number = 1, DATA_END: number = 2, TRAILER: number = 3;
+
+/** One keep-alive connection; one request at a time. */
+class Upstream {
+  sink: Sink | null = null;
+  headOnly = false;
+  state = HEAD;
+  /** Head bytes of a head that did not end in the reads so far. */
+  partial: Buffer | null = null;
+  /** Body bytes left: of the Content-Length, or of the current chunk. */
+  left = 0;
+  chunk = SIZE_LINE;
+  line = '';
+  reuse = true;
+  idleSince = 0;
+  readonly sock: Socket;
+  constructor() {
+    const port = Number(target.port) || (secureContext ? 443 : 80);
+    // A read that must wait for the client pauses the socket itself (sock.pause() works with onread).
+    const onread = {
+      buffer: READ_BUFFER,
+      callback: (n: number): boolean => {
+        this.data(READ_BUFFER.subarray(0, n));
+        return true;
+      },
+    };
+    const reads = REUSE_READS ? { onread } : {};
+    // tls.connect takes onread as net.connect does (node docs); @types/node leaves it out.
+    this.sock = secureContext ? tls.connect({ host: target.hostname, port, secureContext, servername: upstreamTLS!.servername, session: tlsSession, ...(reads as object) }) : net.connect({ host: target.hostname, port, ...reads });
+    if (!REUSE_READS) this.sock.on('data', (d: Buffer) => this.data(d));
+    this.sock.setNoDelay(true);
+    if (secureContext) this.sock.on('session', (s: Buffer) => (tlsSession = s));
+    this.sock.on('error', () => {});
+    this.sock.on('close', () => this.closed());
+  }
+
+  send(method: string, path: string, headerLines: string, sink: Sink): void {
+    this.sink = sink;
+    this.headOnly = method === 'HEAD';
+    this.state = HEAD;
+    sink.onWritable = () => this.sock.resume();
+    sink.onAborted = () => this.sock.destroy();
+    this.sock.write(`${method} ${path} HTTP/1.1\r\n${HOST_LINE}${headerLines}\r\n`, 'latin1');
+  }
+
+  private data(d: Buffer): void {
+    if (this.sink === null) return void this.sock.destroy(); // bytes nobody asked for
+    if (this.state === HEAD) {
+      const buf = this.partial ? Buffer.concat([this.partial, d]) : d;
+      const end = buf.indexOf('\r\n\r\n', this.partial ? Math.max(0, this.partial.length - 3) : 0);
+      if (end === -1) {
+        if (buf.length > MAX_HEAD) return void this.fail('response head too large');
+        this.partial = this.partial || !REUSE_READS ? buf : Buffer.from(buf); // kept past the read
+        return;
+      }
+      this.partial = null;
+      if (!this.head(buf.toString('latin1', 0, end))) return;
+      d = buf.subarray(end + 4);
+      if (this.state === LENGTH && this.left === 0) return this.done(d.length === 0);
+      if (d.length === 0) return;
+      if (this.state === HEAD) return this.data(d); // after a 100 Continue
+    }
+    if (this.state === CHUNKED) return this.dechunk(d);
+    if (this.state === LENGTH) {
+      if (d.length >= this.left) {
+        const n = this.left;
+        this.left = 0;
+        this.sink.write(d.length > n ? d.subarray(0, n) : d);
+        return this.done(d.length === n);
+      }
+      this.left -= d.length;
+    }
+    if (!this.sink.write(d)) this.sock.pause();
+  }
+
+  /** The status line and headers; false when refused. */
+  private head(text: string): boolean {
+    const lines = text.split('\r\n');
+    const status = Number(lines[0]!.slice(9, 12));
+    if (!lines[0]!.startsWith('HTTP/1.') || !(status >= 100 && status < 600)) return this.fail('bad status line');
+    if (status < 200 && status !== 101) return true; // interim: the real head follows
+    const headers: [string, string][] = [];
+    let length = -1;
+    let chunked = false;
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(':');
+      if (colon <= 0) return this.fail('bad header line');
+      const name = line.slice(0, colon);
+      const value = line.slice(colon + 1).trim();
+      switch (name.toLowerCase()) {
+        case 'content-length':
+          if (length !== -1 || !/^\d+$/.test(value)) return this.fail('bad Content-Length');
+          length = Number(value);
+          break;
+        case 'transfer-encoding':
+          chunked = value.toLowerCase() === 'chunked';
+          if (!chunked) return this.fail('unsupported Transfer-Encoding');
+          break;
+        case 'connection':
+          if (value.toLowerCase().includes('close')) this.reuse = false;
+          break;
+        case 'keep-alive':
+        case 'date':
+          break;
+        default:
+          headers.push([name, value]);
+      }
+    }
+    if (chunked && length !== -1) return this.fail('both Content-Length and chunked');
+    const none = this.headOnly || status === 204 || status === 304;
+    this.state = none || length !== -1 ? LENGTH : chunked ? CHUNKED : UNTIL_CLOSE;
+    this.left = none ? 0 : length;
+    this.chunk = SIZE_LINE;
+    if (this.state === UNTIL_CLOSE) this.reuse = false;
+    this.sink!.head(status, headers, none ? 0 : length);
+    return true;
+  }
+
+  /** Chunked framing off, the data to the client (chunk extensions and trailers dropped). */
+  private dechunk(d: Buffer): void {
+    let i = 0;
+    let ok = true;
+    while (i < d.length) {
+      if (this.chunk === DATA) {
+        const n = Math.min(this.left, d.length - i);
+        ok = this.sink!.write(d.subarray(i, i + n)) && ok;
+        i += n;
+        this.left -= n;
+        if (this.left === 0) this.chunk = DATA_END;
+        continue;
+      }
+      const nl = d.indexOf(10, i);
+      if (nl === -1) {
+        this.line += d.toString('latin1', i);
+        if (this.line.length > 4096) this.fail('chunk line too long');
+        return;
+      }
+      const raw = this.line + d.toString('latin1', i, nl);
+      this.line = '';
+      i = nl + 1;
+      if (!raw.endsWith('\r')) return void this.fail('bare LF');
+      const line = raw.slice(0, -1);
+      if (this.chunk === SIZE_LINE) {
+        const size = /^[0-9a-fA-F]{1,8}(?=;|$)/.exec(line);
+        if (!size) return void this.fail('bad chunk size');
+        this.left = parseInt(size[0], 16);
+        this.chunk = this.left === 0 ? TRAILER : DATA;
+      } else if (this.chunk === DATA_END) {
+        if (line !== '') return void this.fail('chunk without CRLF');
+        this.chunk = SIZE_LINE;
+      } else if (line === '') {
+        return this.done(i === d.length);
+      }
+    }
+    if (!ok) this.sock.pause();
+  }
+
+  /** The answer is complete: the client's response ends, the connection goes back to the pool. */
+  private done(clean: boolean): void {
+    const sink = this.sink!;
+    this.sink = null;
+    sink.onWritable = sink.onAborted = null;
+    sink.end();
+    if (!clean || !this.reuse) return void this.sock.destroy();
+    this.sock.resume();
+    this.idleSince = performance.now();
+    idle.push(this);
+  }
+
+  private fail(message: string): false {
+    const sink = this.sink;
+    this.sink = null;
+    this.sock.destroy();
+    if (sink && !sink.aborted) sink.fail(message);
+    return false;
+  }
+
+  private closed(): void {
+    const i = idle.indexOf(this);
+    if (i !== -1) idle.splice(i, 1);
+    if (this.sink && this.state === UNTIL_CLOSE) {
+      const sink = this.sink;
+      this.sink = null;
+      sink.end();
+    } else if (this.sink) this.fail('upstream closed');
+  }
+}
+
+function plainRequest(method: string, path: string, headerLines: string, sink: Sink): void {
+  let c = idle.pop();
+  while (c && performance.now() - c.idleSince > IDLE_MS) {
+    c.sock.destroy();
+    c = idle.pop();
+  }
+  (c ?? new Upstream()).send(method, path, headerLines, sink);
+}
+
+// ---------------------------------------------------------------- front ends
+
+// As mvproxy's UwsResponse: a body that arrives in one read (the 2 KiB GET) goes out with its head in
+// one send, whole with its Content-Length; a large read (a plain socket's, up to 64 KiB) goes out at
+// once; small reads (a TLS upstream hands over one 16 KiB record at a time: written one by one, a
+// 100 KiB body costs a sendto per record) are copied into one buffer and written once per turn.
+// A chunk is valid during write() only (the plain relay reads into one reused buffer); uWS copies
+// what the socket does not take at once.
 const COALESCE_CHUNK_MAX = 16 * 1024;
 const COALESCE_MAX = 256 * 1024;
 
 function uwsSink(res: HttpResponse): Sink {
-  let queue: Buffer[] = [];
+  let status = '';
+  let headers: [string, string][] = [];
+  let headPending = false;
+  let headSent = false;
+  let length = -1;
+  let received = 0;
+  let queue: Buffer | null = null;
   let queued = 0;
-  let armed = false;
-  const writeNow = (chunk: Buffer): boolean => {
+  let owed = false;
+  let blocked = false;
+  let ended = false;
+  /** The head if not sent yet, then the chunk (the last: with end); false = the client is slow. */
+  const send = (chunk: Buffer | undefined, last: boolean): boolean => {
     let ok = true;
     res.cork(() => {
-      ok = res.write(chunk);
+      if (headPending) {
+        headPending = false;
+        headSent = true;
+        res.writeStatus(status);
+        for (const [k, v] of headers) res.writeHeader(k, v);
+      }
+      if (last) res.end(chunk);
+      else if (chunk) ok = res.write(chunk);
     });
     return ok;
   };
-  const flush = (): boolean => {
-    if (queue.length === 0 || sink.aborted) return true;
-    const chunk = queue.length === 1 ? queue[0]! : Buffer.concat(queue, queued);
-    queue = [];
+  const flush = (last: boolean): boolean => {
+    const chunk = queue?.subarray(0, queued);
+    queue = null;
     queued = 0;
-    return writeNow(chunk);
+    if (sink.aborted || ended) return true;
+    ended = last;
+    return send(chunk, last);
+  };
+  const turnEnd = () => {
+    if (queue === null) return;
+    if (!flush(false)) blocked = true; // uWS holds the rest: the upstream waits for onWritable
+    else if (owed) {
+      owed = false;
+      sink.onWritable?.();
+    }
   };
   const sink: Sink = {
     aborted: false,
     onWritable: null,
-    onFlushBlocked: null,
-    head(status, headers) {
-      res.cork(() => {
-        res.writeStatus(String(status));
-        for (const [k, v] of headers) res.writeHeader(k, v);
-      });
-    },
-    whole(chunk) {
-      res.cork(() => res.end(chunk));
+    onAborted: null,
+    head(s, h, len) {
+      status = String(s);
+      headers = h;
+      length = len;
+      headPending = true;
     },
     write(chunk) {
-      if (chunk.length > COALESCE_CHUNK_MAX) return flush() && writeNow(chunk);
-      queue.push(chunk);
-      queued += chunk.length;
-      if (!armed) {
-        armed = true;
-        setImmediate(() => {
-          armed = false;
-          if (!flush()) sink.onFlushBlocked?.();
-        });
+      if (sink.aborted || ended) return true;
+      received += chunk.length;
+      if (chunk.length > COALESCE_CHUNK_MAX || (queue === null && received === length)) {
+        const ok = (queue === null || flush(false)) && send(chunk, (ended = received === length));
+        if (!ok) blocked = true;
+        return ok;
       }
-      return queued < COALESCE_MAX;
+      if (queue === null) {
+        queue = Buffer.allocUnsafe(Math.max(chunk.length, Math.min(length >= 0 ? length - received + chunk.length : 64 * 1024, COALESCE_MAX)));
+        setImmediate(turnEnd);
+      } else if (queued + chunk.length > queue.length) {
+        const grown = Buffer.allocUnsafe(Math.max(queue.length * 2, queued + chunk.length));
+        queue.copy(grown, 0, 0, queued);
+        queue = grown;
+      }
+      chunk.copy(queue, queued);
+      queued += chunk.length;
+      if (received === length) return flush(true);
+      if (queued < COALESCE_MAX && !blocked) return true;
+      owed = true;
+      return false;
     },
     end() {
-      flush();
-      res.cork(() => res.end());
+      if (!ended) flush(true);
     },
     fail(message) {
+      if (sink.aborted || ended) return;
+      ended = true;
+      if (headSent) return void res.close();
       res.cork(() => res.writeStatus('502').end(message));
     },
   };
-  res.onAborted(() => (sink.aborted = true));
+  res.onAborted(() => {
+    sink.aborted = true;
+    sink.onAborted?.();
+  });
   res.onWritable(() => {
+    blocked = owed = false;
     sink.onWritable?.();
     return true;
   });
@@ -163,13 +424,11 @@ function nodeSink(res: ServerResponse): Sink {
   const sink: Sink = {
     aborted: false,
     onWritable: null,
+    onAborted: null,
     head(status, headers, len) {
       res.statusCode = status;
       for (const [k, v] of headers) res.setHeader(k, v);
       if (len >= 0) res.setHeader('content-length', len);
-    },
-    whole(chunk) {
-      res.end(chunk);
     },
     write(chunk) {
       return res.write(chunk);
@@ -178,31 +437,45 @@ function nodeSink(res: ServerResponse): Sink {
       res.end();
     },
     fail(message) {
-      if (!res.headersSent) res.statusCode = 502;
+      if (res.headersSent) return void res.destroy();
+      res.statusCode = 502;
       res.end(message);
     },
   };
   res.on('close', () => {
-    if (!res.writableFinished) sink.aborted = true;
+    if (res.writableFinished) return;
+    sink.aborted = true;
+    sink.onAborted?.();
   });
   res.on('drain', () => sink.onWritable?.());
   return sink;
 }
 
+// Exits through process.exit, so that `node --cpu-prof` writes its profile.
+process.once('SIGTERM', () => process.exit(0));
+
 function listening(port: number): void {
-  console.log(JSON.stringify({ listening: port, front }));
+  console.log(JSON.stringify({ listening: port, front, client }));
 }
 
 if (front === 'node') {
   const http = require('node:http') as typeof import('node:http');
   const server = http.createServer({ keepAliveTimeout: 60_000 }, (req: IncomingMessage, res: ServerResponse) => {
-    const headers: string[] = [];
     const raw = req.rawHeaders;
+    if (client === 'plain') {
+      let lines = '';
+      for (let i = 0; i < raw.length; i += 2) {
+        const k = raw[i]!.toLowerCase();
+        if (k !== 'host' && k !== 'connection') lines += `${raw[i]}: ${raw[i + 1]}\r\n`;
+      }
+      return plainRequest(req.method!, req.url!, lines, nodeSink(res));
+    }
+    const headers: string[] = [];
     for (let i = 0; i < raw.length; i += 2) {
       const k = raw[i]!.toLowerCase();
       if (k !== 'host' && k !== 'connection') headers.push(k, raw[i + 1]!);
     }
-    pool.dispatch({ method: req.method as Dispatcher.HttpMethod, path: req.url!, headers, body: null }, new Relay(nodeSink(res)));
+    undiciRequest(req.method!, req.url!, headers, nodeSink(res));
   });
   server.listen(Number(portArg), '127.0.0.1', () => listening(Number(portArg)));
 } else {
@@ -212,12 +485,20 @@ if (front === 'node') {
   const ca = opt('--client-ca');
   const app = cert ? uws.SSLApp({ cert_file_name: cert, key_file_name: opt('--tls-key')!, ...(ca ? { ca_file_name: ca } : {}) }) : uws.App();
   app.any('/*', (res, req) => {
+    const q = req.getQuery();
+    const path = q ? `${req.getUrl()}?${q}` : req.getUrl();
+    if (client === 'plain') {
+      let lines = '';
+      req.forEach((k, v) => {
+        if (k !== 'host' && k !== 'connection') lines += `${k}: ${v}\r\n`;
+      });
+      return plainRequest(req.getCaseSensitiveMethod(), path, lines, uwsSink(res));
+    }
     const headers: string[] = [];
     req.forEach((k, v) => {
       if (k !== 'host' && k !== 'connection') headers.push(k, v);
     });
-    const q = req.getQuery();
-    pool.dispatch({ method: req.getCaseSensitiveMethod() as Dispatcher.HttpMethod, path: q ? `${req.getUrl()}?${q}` : req.getUrl(), headers, body: null }, new Relay(uwsSink(res)));
+    undiciRequest(req.getCaseSensitiveMethod(), path, headers, uwsSink(res));
   });
   app.listen('127.0.0.1', Number(portArg), (sock) => {
     if (!sock) {

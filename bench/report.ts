@@ -158,7 +158,7 @@ export function markdown(r: BenchResult, chartFile: string | undefined, jsonFile
       if (gr.length === 0) continue;
       L.push(`| *${GROUP_TITLE[g]}* | | | | | | | | | | |`);
       for (const x of gr) {
-        L.push(`| ${x.label} | ${fmtInt(x.rps)} | ${fmt(x.p50, 2)} | ${fmt(x.p99, 2)} | ${fmt(x.xDirect, 2)} | ${fmt(x.xNginx, 2)} | ${fmt(x.rssMB, 1)} | ${fmt(x.cpuUsPerReq, 0)}${x.target === 'peer' && x.cpuUsPerReqEach.length === 2 ? ` (A ${fmt(x.cpuUsPerReqEach[0], 0)} + B ${fmt(x.cpuUsPerReqEach[1], 0)})` : ''} | ${pct(x.busyServer)}/${pct(x.busyClient)} | ${pct(x.others)} | ${x.errors} |`);
+        L.push(`| ${x.label} | ${fmtInt(x.rps)} | ${fmt(x.p50, 2)} | ${fmt(x.p99, 2)} | ${fmt(x.xDirect, 2)} | ${fmt(x.xNginx, 2)} | ${fmt(x.rssMB, 1)} | ${fmt(x.cpuUsPerReq, 0)}${x.target.endsWith('peer') && x.cpuUsPerReqEach.length === 2 ? ` (A ${fmt(x.cpuUsPerReqEach[0], 0)} + B ${fmt(x.cpuUsPerReqEach[1], 0)})` : ''} | ${pct(x.busyServer)}/${pct(x.busyClient)} | ${pct(x.others)} | ${x.errors} |`);
       }
     }
     L.push('');

@@ -20,7 +20,7 @@ import { Pool } from 'undici';
 import { ACCEPT_DISCOVERY_JSON, ACCEPT_DISCOVERY_PB, ACCEPT_JSON, PATHS } from './payloads';
 import { childrenCpuSeconds, cpuBusy, cpuSeconds, cpuTimes, median, memory, repin, round, sleep, startProc, TASKSET, type Proc } from './lib';
 import { runLoad, toolAvailable, WRK, wrkVersion, type Tool } from './load';
-import { buildDist, makePKI, startBackend, startFloorPeer, startFloorProxy, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type Pinning, type Runtime } from './targets';
+import { buildDist, makePKI, startBackend, startFloorPeer, startFloorProxy, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type PKIFiles, type Pinning, type Runtime } from './targets';
 import { checks, markdown, summarize, summarizeWatches, svgChart, updateReadme } from './report';
 import type { BenchResult, OpenWatches, RunRecord, ScenarioInfo, TargetInfo, WatchRecord } from './model';
 import { printProfile, summarizeProfile } from './profile';
@@ -91,6 +91,9 @@ const ALL: ScenarioInfo[] = [
   S('go/get', 'Go httputil.ReverseProxy', 'get', PATHS.get, ACCEPT_JSON),
   S('floor/get', 'floor: uWS + undici dispatch(), no mvproxy logic', 'get', PATHS.get, ACCEPT_JSON),
   S('floor-node/get', 'floor: node:http + undici dispatch(), no mvproxy logic', 'get', PATHS.get, ACCEPT_JSON),
+  S('plain/get', 'floor (plain): uWS + a plain HTTP/1.1 client on net', 'get', PATHS.get, ACCEPT_JSON),
+  S('plain-node/get', 'floor (plain): node:http + a plain HTTP/1.1 client on net', 'get', PATHS.get, ACCEPT_JSON),
+  S('plain-peer/get', 'floor (plain): the peer route, two plain floors over mTLS', 'get', PATHS.peerGet, ACCEPT_JSON),
   S('direct/list', 'direct (backend, no proxy)', 'list', PATHS.list, ACCEPT_JSON),
   S('uws/list', 'mvproxy local, uWS front end', 'list', PATHS.list, ACCEPT_JSON),
   S('node/list', 'mvproxy local, node:http front end', 'list', PATHS.list, ACCEPT_JSON),
@@ -101,6 +104,9 @@ const ALL: ScenarioInfo[] = [
   S('go/list', 'Go httputil.ReverseProxy', 'list', PATHS.list, ACCEPT_JSON),
   S('floor/list', 'floor: uWS + undici dispatch(), no mvproxy logic', 'list', PATHS.list, ACCEPT_JSON),
   S('floor-node/list', 'floor: node:http + undici dispatch(), no mvproxy logic', 'list', PATHS.list, ACCEPT_JSON),
+  S('plain/list', 'floor (plain): uWS + a plain HTTP/1.1 client on net', 'list', PATHS.list, ACCEPT_JSON),
+  S('plain-node/list', 'floor (plain): node:http + a plain HTTP/1.1 client on net', 'list', PATHS.list, ACCEPT_JSON),
+  S('plain-peer/list', 'floor (plain): the peer route, two plain floors over mTLS', 'list', PATHS.peerList, ACCEPT_JSON),
   S('uws-tls/get', 'mvproxy local, uWS, TLS HTTP/1.1', 'get', PATHS.get, ACCEPT_JSON, TLS_H1),
   // The cost of request logs when on (issue 15 §4): uws/get again with --v=4, one JSON line per request to stderr.
   S('uws-v4/get', 'mvproxy local, uWS, --v=4 request logs', 'get', PATHS.get, ACCEPT_JSON),
@@ -255,6 +261,7 @@ async function setup(): Promise<void> {
   }
 
   const anchors: AnchorResult[] = [];
+  let floorPKI: PKIFiles | undefined;
   if (ANCHORS) {
     const tryStart = async (name: AnchorResult['name'], f: () => Promise<AnchorResult>): Promise<AnchorResult> => {
       try {
@@ -276,9 +283,12 @@ async function setup(): Promise<void> {
     if (need.has('go')) anchors.push(await tryStart('go', () => startGoProxy(be.portA, PINNING)));
     if (need.has('floor')) anchors.push(await tryStart('floor', () => startFloorProxy(be.portA, PINNING)));
     if (need.has('floor-node')) anchors.push(await tryStart('floor-node', () => startFloorProxy(be.portA, PINNING, 'node')));
-    if (need.has('floor-peer')) anchors.push(await tryStart('floor-peer', async () => startFloorPeer(be.portB, PINNING, mvSetup?.pki ?? (await makePKI(join(tmp, 'pki-floor'), ['a', 'b'])))));
+    if (need.has('floor-peer')) anchors.push(await tryStart('floor-peer', async () => startFloorPeer(be.portB, PINNING, mvSetup?.pki ?? (floorPKI ??= await makePKI(join(tmp, 'pki-floor'), ['a', 'b'])))));
+    if (need.has('plain')) anchors.push(await tryStart('plain', () => startFloorProxy(be.portA, PINNING, 'uws', 'plain')));
+    if (need.has('plain-node')) anchors.push(await tryStart('plain-node', () => startFloorProxy(be.portA, PINNING, 'node', 'plain')));
+    if (need.has('plain-peer')) anchors.push(await tryStart('plain-peer', async () => startFloorPeer(be.portB, PINNING, mvSetup?.pki ?? (floorPKI ??= await makePKI(join(tmp, 'pki-floor'), ['a', 'b'])), 'plain')));
   } else {
-    for (const n of ['nginx', 'haproxy', 'go', 'floor', 'floor-node', 'floor-peer']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
+    for (const n of ['nginx', 'haproxy', 'go', 'floor', 'floor-node', 'floor-peer', 'plain', 'plain-node', 'plain-peer']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
   }
   for (const a of anchors) {
     if ('skipped' in a) {
@@ -307,7 +317,7 @@ async function setup(): Promise<void> {
       const ct = String(r.headers['content-type'] ?? '');
       let problem = r.statusCode !== 200 ? `status ${r.statusCode}: ${body.toString('utf8').slice(0, 300)}` : undefined;
       if (!problem && sc.id === 'uws/apis-pb' && !ct.startsWith('application/vnd.kubernetes.protobuf')) problem = `content-type ${ct}`;
-      if (!problem && sc.target === 'peer' && r.headers['x-bench-backend'] !== 'b') problem = `answered by backend ${String(r.headers['x-bench-backend'])}, not b (no peer route)`;
+      if (!problem && sc.target.endsWith('peer') && r.headers['x-bench-backend'] !== 'b') problem = `answered by backend ${String(r.headers['x-bench-backend'])}, not b (no peer route)`;
       if (!problem && sc.group === 'discovery' && sc.target !== 'nginx' && !body.includes('bench.mvproxy.io') && !ct.includes('protobuf')) problem = 'the /apis answer lacks the peer group (not merged)';
       if (problem) skippedScenarios.push({ scenario: sc.id, reason: problem });
       else keep.push(sc);

@@ -161,7 +161,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
 // ---------------------------------------------------------------- anchors
 
 export interface Anchor {
-  name: 'nginx' | 'haproxy' | 'go' | 'floor' | 'floor-node' | 'floor-peer';
+  name: 'nginx' | 'haproxy' | 'go' | 'floor' | 'floor-node' | 'floor-peer' | 'plain' | 'plain-node' | 'plain-peer';
   version: string;
   proc: Proc;
   port: number;
@@ -298,30 +298,37 @@ backend be
 }
 
 /**
- * bench/floor-proxy.ts: uWebSockets.js (or node:http, `front` 'node') + undici dispatch() and nothing
- * else, on the same Node, with the image's environment (IMAGE_ENV): the floor mvproxy's design
- * stands on (issue 18). Node ≥ 23 runs it without tsx (type stripping), so no loader thread adds to
- * its RSS, as none does to mvproxy's (dist build).
+ * Which upstream client a floor relays with (bench/floor-proxy.ts): 'undici' (dispatch(), the
+ * `floor*` targets) or 'plain' (the least HTTP/1.1 client on net/tls sockets, the `plain*` targets).
  */
-export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws'): Promise<AnchorResult> {
-  const name = front === 'uws' ? 'floor' : 'floor-node';
-  const f = await spawnFloor(name, `http://127.0.0.1:${backendPort}`, [front], pin);
+export type FloorClient = 'undici' | 'plain';
+
+/**
+ * bench/floor-proxy.ts: uWebSockets.js (or node:http, `front` 'node') + an upstream client and nothing
+ * else, on the same Node, with the image's environment (IMAGE_ENV): the floor mvproxy's design
+ * stands on (issues 18, 28). Node ≥ 23 runs it without tsx (type stripping), so no loader thread adds
+ * to its RSS, as none does to mvproxy's (dist build).
+ */
+export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws', client: FloorClient = 'undici'): Promise<AnchorResult> {
+  const name = `${client === 'undici' ? 'floor' : 'plain'}${front === 'uws' ? '' : '-node'}` as Anchor['name'];
+  const f = await spawnFloor(name, `http://127.0.0.1:${backendPort}`, [front, '--client', client], pin);
   return { name, version: `node ${process.version}`, proc: f.proc, port: f.port, pids: () => [f.proc.pid] };
 }
 
 /**
- * The floor of the peer route: floor A (uWS, plain) dials floor B (uWS SSLApp asking for and
+ * The floor of the peer route (with either client): floor A (uWS, plain) dials floor B (uWS SSLApp asking for and
  * verifying client certificates) over mutual TLS with the certificates mvproxy A and B use
  * (A's proxy client certificate, B's serving certificate, the cluster and front-proxy CAs), and
  * B relays to backend listener b. Both on the server CPU, as mvproxy A and B.
  */
-export async function startFloorPeer(backendPortB: number, pin: Pinning, pki: PKIFiles): Promise<AnchorResult> {
+export async function startFloorPeer(backendPortB: number, pin: Pinning, pki: PKIFiles, client: FloorClient = 'undici'): Promise<AnchorResult> {
   const b = pki.nodes.b!;
   const a = pki.nodes.a!;
-  const B = await spawnFloor('floor-peer-b', `http://127.0.0.1:${backendPortB}`, ['uws', '--tls-cert', b.servingCert, '--tls-key', b.servingKey, '--client-ca', pki.frontProxyCA], pin);
+  const name = client === 'undici' ? 'floor-peer' : 'plain-peer';
+  const B = await spawnFloor(`${name}-b`, `http://127.0.0.1:${backendPortB}`, ['uws', '--client', client, '--tls-cert', b.servingCert, '--tls-key', b.servingKey, '--client-ca', pki.frontProxyCA], pin);
   try {
-    const A = await spawnFloor('floor-peer-a', `https://127.0.0.1:${B.port}`, ['uws', '--upstream-ca', pki.clusterCA, '--upstream-cert', a.proxyClientCert, '--upstream-key', a.proxyClientKey, '--upstream-servername', PEER_SERVER_NAME], pin);
-    return { name: 'floor-peer', version: `node ${process.version}`, proc: A.proc, port: A.port, pids: () => [A.proc.pid, B.proc.pid], others: [B.proc] };
+    const A = await spawnFloor(`${name}-a`, `https://127.0.0.1:${B.port}`, ['uws', '--client', client, '--upstream-ca', pki.clusterCA, '--upstream-cert', a.proxyClientCert, '--upstream-key', a.proxyClientKey, '--upstream-servername', PEER_SERVER_NAME], pin);
+    return { name, version: `node ${process.version}`, proc: A.proc, port: A.port, pids: () => [A.proc.pid, B.proc.pid], others: [B.proc] };
   } catch (e) {
     await B.proc.stop('SIGKILL');
     throw e;
