@@ -226,9 +226,7 @@ export class OriginPool {
         socket = tls.connect({
           host: o.host,
           port: o.port,
-          ca: t.ca,
-          cert: t.cert,
-          key: t.key,
+          secureContext: this.secureContext(),
           servername: t.servername ?? (net.isIP(o.host) ? undefined : o.host),
           rejectUnauthorized: true,
           ALPNProtocols: ['http/1.1'],
@@ -251,6 +249,21 @@ export class OriginPool {
     c.user = user;
     this.all.add(c);
   }
+
+  /**
+   * One TLS context for every connection of this origin (CA store, client pair, policy), made once
+   * per TLS material: tls.connect with ca/cert/key options builds a new one per connection, which
+   * costs a CA parse and its memory for each (each watch holds a connection).
+   */
+  private secureContext(): tls.SecureContext {
+    if (this.context === undefined) {
+      const t = this.o.tls!;
+      this.context = tls.createSecureContext({ ca: t.ca, cert: t.cert, key: t.key, ...t.policy });
+    }
+    return this.context;
+  }
+
+  private context: tls.SecureContext | undefined;
 
   /** Called by a connection once it is established (TLS verified). */
   connected(c: UpstreamConnection): void {
@@ -304,6 +317,7 @@ export class OriginPool {
   setTLS(t: TLSFiles): void {
     this.o = { ...this.o, tls: t };
     this.session = undefined;
+    this.context = undefined;
     for (const c of this.idle.splice(0)) c.destroy();
   }
 
