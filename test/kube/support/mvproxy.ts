@@ -30,6 +30,12 @@ export interface MvproxyOptions {
    * as a flag (it may change on a retry) and --frontend is the file's.
    */
   configFile?: (m: { index: number; id: string; ports: Ports; apiserver: Apiserver; peers: { id: string; address: string }[] }) => string;
+  /**
+   * How each member runs: the node arguments before mvproxy's flags (default: tsx on src/main.ts)
+   * and environment over NODE_OPTIONS=''. bench/rate.ts runs the compiled build with the image's
+   * environment, as the saturation bench does.
+   */
+  command?: { entry: string[]; env?: NodeJS.ProcessEnv };
 }
 
 interface Ports {
@@ -65,8 +71,9 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
       const p = ports[i]!;
       const peers = o.peerDiscovery === 'lease' ? ['--peer-discovery=lease', '--identity-lease-duration-seconds=10'] : ids.flatMap((id, j) => (j === i ? [] : [`--static-peers=${id}=127.0.0.1:${ports[j]!.peer}`]));
       const fromFile = o.configFile?.({ index: i, id: ids[i]!, ports: p, apiserver: a, peers: ids.flatMap((id, j) => (j === i ? [] : [{ id, address: `127.0.0.1:${ports[j]!.peer}` }])) });
-      const args = fromFile !== undefined ? ['--import', 'tsx', join(ROOT, 'src', 'main.ts'), `--config=${fromFile}`, `--secure-port=${p.client}`, ...(o.extraArgs ?? [])] : [
-        '--import', 'tsx', join(ROOT, 'src', 'main.ts'),
+      const entry = o.command?.entry ?? ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+      const args = fromFile !== undefined ? [...entry, `--config=${fromFile}`, `--secure-port=${p.client}`, ...(o.extraArgs ?? [])] : [
+        ...entry,
         `--frontend=${o.frontend}`,
         `--server-id=${ids[i]}`,
         '--bind-address=127.0.0.1',
@@ -96,7 +103,7 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
       // uWS binds without SO_REUSEADDR: a free port that a closed connection left in TIME_WAIT
       // cannot be taken (one CI run in ten); then the member starts again on another client port.
       for (let attempt = 1; ; attempt++) {
-        const proc = startProcess(`${ids[i]}-${o.frontend}`, node, args, plane.dir, { NODE_OPTIONS: '' });
+        const proc = startProcess(`${ids[i]}-${o.frontend}`, node, args, plane.dir, { NODE_OPTIONS: '', ...o.command?.env });
         const member: Member = { name: ids[i]!, url: `https://127.0.0.1:${p.client}`, metricsURL: `http://127.0.0.1:${p.metrics}`, peerPort: p.peer, proc, stop: async () => void (await proc.stop(10_000)) };
         try {
           await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
