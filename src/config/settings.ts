@@ -247,6 +247,10 @@ export const SETTING_TABLE = {
     flag: 'request-timeout', field: 'requestTimeout', section: 'Generic', kind: duration(1), default: 60_000, // kube-apiserver --request-timeout default
     help: 'upper bound for non-long-running requests to an upstream',
   }),
+  upstreamHTTP2: setting({
+    flag: 'upstream-http2', field: 'upstreamHTTP2', section: 'Peer proxy', kind: BOOL, default: true, // client-go multiplexes its watches the same way
+    help: 'long-running requests (watches, logs -f) to a TLS upstream that offers h2 (kube-apiserver; a node peer listener) share HTTP/2 connections, up to the upstream\'s streams per connection each, instead of one HTTP/1.1 connection per watch; false = one connection each',
+  }),
   heldRequestBodyBytes: setting({
     flag: 'held-request-body-bytes', field: 'heldRequestBodyBytes', section: 'Peer proxy', arg: '<bytes>', kind: int((v) => checkInt(v, 0, 2 ** 40)), default: 64 * 1024 * 1024, // half the static pod's 128Mi memory request
     help: 'request bodies (each up to 1 MiB with a Content-Length) held in memory at once so that a request the local apiserver answers 404 can be sent again to a peer; past it a request streams its body and gets the local answer; a held body must arrive within --request-timeout (else 408)',

@@ -2,7 +2,7 @@
 // listener is node:http2 with HTTP/1.1 beside it (ALPN h2, http/1.1), as kube-apiserver offers
 // both: client-go speaks HTTP/2 by default, and upgrades (exec/attach/port-forward) need HTTP/1.1.
 //
-// The peer listener here is node:https with requestCert (uws.ts listenPeerUWS serves it on the uWS
+// The peer listener here is node:http2 (HTTP/1.1 beside it) with requestCert (uws.ts listenPeerUWS serves it on the uWS
 // front end when that build reads client certificates): a peer must present a client
 // certificate that verifies against --requestheader-client-ca-file (else the TLS handshake fails)
 // and whose CN is in --requestheader-allowed-names, an empty list allowing any CN from that CA
@@ -10,7 +10,6 @@
 
 import type { TLSPolicy } from '../config/tls-policy';
 import http from 'node:http';
-import https from 'node:https';
 import http2 from 'node:http2';
 import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -102,7 +101,8 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   const state = new ListenerState(o.lifecycle);
   const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const sock = req.socket as TLSSocket;
+    // The TLS connection: on HTTP/2, req.socket is a proxy made per request; the session's socket is the one.
+    const sock = ((req as unknown as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket) as TLSSocket;
     let why = verdicts.get(sock);
     if (why === undefined) {
       why = peerVerdict(sock, allowed);
@@ -112,7 +112,22 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     if (why === null) o.onRequest(ex);
     else o.onRejected(ex, why);
   };
-  const server = https.createServer({ ...SERVER_OPTIONS, cert: o.cert, key: o.key, ca: o.clientCA, requestCert: true, rejectUnauthorized: true, ...o.policy }, handler);
+  // HTTP/2 beside HTTP/1.1 (ALPN h2, http/1.1), as the client listener: a source mvproxy sends its
+  // long-running requests (peer-routed watches) as streams of a few shared connections
+  // (upstream/h2), everything else on HTTP/1.1.
+  const server = http2.createSecureServer(
+    {
+      cert: o.cert,
+      key: o.key,
+      ca: o.clientCA,
+      requestCert: true,
+      rejectUnauthorized: true,
+      ...o.policy,
+      allowHTTP1: true,
+      settings: { maxConcurrentStreams: 250, maxHeaderListSize: MAX_HEADER_BYTES },
+    },
+    handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+  ) as unknown as http.Server;
   answerExpectations(server, handler);
   // Upgrades between peers are not proxied (in-tree they would arrive without identity, docs/kubernetes-mvp.md §2.3):
   // a Status, and the connection closes; nothing after the upgrade request is read.
@@ -153,6 +168,10 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
   // HTTP/2 sessions (client listener with TLS): GOAWAY when the listener stops accepting (streams in
   // flight finish, the client opens new ones elsewhere), destroyed at close.
   const sessions = new Set<http2.Http2Session>();
+  // node:http2's secure server sets TCP_NODELAY on its HTTP/2 connections only: an HTTP/1.1 one
+  // (allowHTTP1) kept Nagle, and a small answer could wait for the client's delayed ACK (strace,
+  // bench/rate.ts). node:http sets it itself.
+  server.on('secureConnection', (sock: Socket) => sock.setNoDelay(true));
   server.on('session', (sess: http2.Http2Session) => {
     sessions.add(sess);
     sess.once('close', () => sessions.delete(sess));

@@ -22,6 +22,8 @@ export interface PoolOptions {
   onServerCertificate?: (notAfterSeconds: number) => void;
   /** How long an idle connection is kept when the server sends no Keep-Alive hint; 30 s unless set. */
   keepAliveTimeoutMs?: number;
+  /** The relay's long-running requests share HTTP/2 sessions where the peer offers h2 (--upstream-http2). */
+  http2?: boolean;
 }
 
 /**
@@ -39,10 +41,10 @@ export const PEER_IDLE_TIMEOUT_MS = 5_000;
 export const LOCAL_IDLE_TIMEOUT_MS = 30_000;
 
 /** The relay's connections to the local apiserver at `url` (upstream/h1/origin.ts). */
-export function localRelay(url: URL, connectTimeoutMs: number, tls: TLSFiles | undefined): OriginPool {
+export function localRelay(url: URL, connectTimeoutMs: number, tls: TLSFiles | undefined, http2 = false): OriginPool {
   const secure = url.protocol === 'https:';
   const host = url.hostname.charCodeAt(0) === 0x5b /* [ */ ? url.hostname.slice(1, -1) : url.hostname;
-  return new OriginPool({ host, port: Number(url.port || (secure ? 443 : 80)), authority: url.host, tls: secure ? tls : undefined, connectTimeoutMs, idleTimeoutMs: LOCAL_IDLE_TIMEOUT_MS });
+  return new OriginPool({ host, port: Number(url.port || (secure ? 443 : 80)), authority: url.host, tls: secure ? tls : undefined, connectTimeoutMs, idleTimeoutMs: LOCAL_IDLE_TIMEOUT_MS, http2 });
 }
 
 /**
@@ -110,17 +112,21 @@ export class PeerPools {
     let p = this.relays.get(address);
     if (!p) {
       const { host, port } = splitHostPort(address);
-      p = new OriginPool({ host, port, authority: address, tls: this.o.tls, connectTimeoutMs: this.o.connectTimeoutMs, idleTimeoutMs: PEER_IDLE_TIMEOUT_MS, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
+      p = new OriginPool({ host, port, authority: address, tls: this.o.tls, http2: this.o.http2, connectTimeoutMs: this.o.connectTimeoutMs, idleTimeoutMs: PEER_IDLE_TIMEOUT_MS, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
       this.relays.set(address, p);
     }
     return p;
   }
 
-  /** Connections to peers open now, through the relay's client (tests, scale checks). */
-  get relayConnections(): number {
-    let n = 0;
-    for (const p of this.relays.values()) n += p.open;
-    return n;
+  /** Connections to peers open now through the relay's client: HTTP/1.1 ones, HTTP/2 sessions and their streams. */
+  relayConnections(): { h1: number; h2: number; streams: number } {
+    const r = { h1: 0, h2: 0, streams: 0 };
+    for (const p of this.relays.values()) {
+      r.h1 += p.open;
+      r.h2 += p.h2?.sessionCount ?? 0;
+      r.streams += p.h2?.streamCount ?? 0;
+    }
+    return r;
   }
 
   /** Closes pools for addresses no longer in use (gracefully: in-flight requests finish). */

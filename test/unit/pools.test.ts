@@ -9,7 +9,7 @@ import { createCA } from '../../src/pki/throwaway';
 import { createPool, localRelay } from '../../src/upstream/pools';
 import { UpstreamAttempt, type AttemptReport } from '../../src/upstream/h1/attempt';
 import { NO_BODY, requestHead } from '../../src/upstream/h1/request-head';
-import type { UpstreamHead } from '../../src/upstream/h1/response-parser';
+import type { AttemptHead } from '../../src/upstream/h1/attempt';
 import { IdentityHeaderRules } from '../../src/upstream/headers';
 
 describe('upstream pools against a server that offers h2 and http/1.1 (as kube-apiserver)', () => {
@@ -45,8 +45,8 @@ describe('upstream pools against a server that offers h2 and http/1.1 (as kube-a
 
   test('the relay\'s own client: HTTP/1.1 by ALPN, the head reaches the client with its content type, ETag and Audit-Id', async () => {
     const pool = localRelay(new URL(`https://127.0.0.1:${port}`), 2000, { ca: Buffer.from(ca) });
-    const got = await new Promise<{ head: UpstreamHead; body: string }>((resolve, reject) => {
-      let head: UpstreamHead | undefined;
+    const got = await new Promise<{ head: AttemptHead; body: string }>((resolve, reject) => {
+      let head: AttemptHead | undefined;
       let body = '';
       const report: AttemptReport = {
         upstreamHead: (h) => void (head = h),

@@ -8,11 +8,19 @@ import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { ConnectionUser, OriginPool, UpstreamConnection } from './origin';
 import type { ResponseSink, UpstreamHead } from './response-parser';
+import type { ResponseHead } from '../../listener/exchange';
+
+/** A response head as an attempt reports it: HTTP/1.1's bytes (UpstreamHead) or HTTP/2's fields (h2/attempt.ts). */
+export interface AttemptHead extends ResponseHead {
+  readonly status: number;
+  /** The first value of a relayed header (name lowercase), or ''. Not for the hot path. */
+  get(lowerName: string): string;
+}
 
 /** What an attempt tells the request that owns it; exactly one of end/failed ends it. */
 export interface AttemptReport {
   /** The final response head (1xx answers are read and not reported). */
-  upstreamHead(head: UpstreamHead): void;
+  upstreamHead(head: AttemptHead): void;
   /** A body slice (a view of the socket's read: relay or copy it now). false: stop until resume(). */
   upstreamBody(chunk: Buffer): boolean;
   /** The response ended; the connection went back to its pool (or was closed). */

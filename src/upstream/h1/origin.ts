@@ -13,6 +13,7 @@ import tls, { type TLSSocket } from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { ResponseParser } from './response-parser';
 import type { TLSFiles } from '../tls-files';
+import { H2Origin } from '../h2/origin';
 
 export interface OriginOptions {
   host: string;
@@ -32,6 +33,8 @@ export interface OriginOptions {
   idleTimeoutMs: number;
   /** Each new TLS connection: the serving certificate's notAfter (Unix seconds) the other side presented. */
   onServerCertificate?: (notAfterSeconds: number) => void;
+  /** TLS only: long-running requests share HTTP/2 sessions when the upstream offers h2 (--upstream-http2). */
+  http2?: boolean;
 }
 
 /** What holds a connection: one attempt at a time (attempt.ts). */
@@ -169,9 +172,12 @@ export class OriginPool {
   /** The latest TLS session ticket of this origin: new connections resume it (one full handshake per origin, not per connection). */
   private session: Buffer | undefined;
   private closed = false;
+  /** HTTP/2 sessions to the same origin for long-running requests (upstream/h2/origin.ts), when enabled and TLS. */
+  readonly h2: H2Origin | undefined;
 
   constructor(o: OriginOptions) {
     this.o = o;
+    this.h2 = o.http2 && o.tls ? new H2Origin({ host: o.host, port: o.port, authority: o.authority ?? `${o.host}:${o.port}`, tls: o.tls, connectTimeoutMs: o.connectTimeoutMs, onServerCertificate: o.onServerCertificate }) : undefined;
     this.name = o.authority ?? `${o.host}:${o.port}`;
     this.secure = o.tls !== undefined;
     pools.add(this);
@@ -318,6 +324,7 @@ export class OriginPool {
     this.o = { ...this.o, tls: t };
     this.session = undefined;
     this.context = undefined;
+    this.h2?.setTLS(t);
     for (const c of this.idle.splice(0)) c.destroy();
   }
 
@@ -331,6 +338,7 @@ export class OriginPool {
   /** Closes every connection at once, busy ones included. */
   destroy(): void {
     this.close();
+    this.h2?.destroy();
     for (const c of [...this.all]) c.destroy();
   }
 }

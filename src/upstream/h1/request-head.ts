@@ -95,3 +95,45 @@ export function headCarriesIdentity(headers: readonly string[], o: Pick<RequestH
   for (let i = 0; i < headers.length; i += 2) if (o.rules.isIdentityHeader(headers[i]!)) return true;
   return false;
 }
+
+/**
+ * The same request as HTTP/2 headers (for a long-running request on a shared HTTP/2 session,
+ * upstream/h2/attempt.ts): the same rules as requestHead, pseudo-headers instead of the request line
+ * and Host, repeated fields as arrays (node:http2 sends each element as its own field, so every
+ * X-Remote-Group line stays one group). Values are byte strings, as node:http2 sends them (latin1).
+ */
+export function requestHeaders2(method: string, target: string, headers: readonly string[], o: RequestHeadOptions): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = { ':method': method, ':path': target, ':authority': o.host, ':scheme': 'https' };
+  const add = (name: string, value: string) => {
+    const prev = out[name];
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  };
+  let named: Set<string> | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === 'connection') for (const x of connectionHeaderNames(headers[i + 1]!)) (named ??= new Set()).add(x);
+  }
+  let xff: string | undefined;
+  const rules = o.rules;
+  const encode = (v: string) => (o.utf8Values && Buffer.byteLength(v) !== v.length ? Buffer.from(v, 'utf8').toString('latin1') : v);
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    if (name === 'host' || name === 'content-length' || name === 'expect' || HOP_BY_HOP.has(name)) continue;
+    if (named !== undefined && named.has(name)) continue;
+    if (!o.trustIdentityHeaders && rules.isIdentityHeader(name)) continue;
+    if (name === 'x-forwarded-for') {
+      xff = xff === undefined ? value : xff + ', ' + value;
+      continue;
+    }
+    if (o.peerHop && name === PeerProxiedHeader) continue;
+    add(name, encode(value));
+  }
+  add('x-forwarded-for', xff === undefined ? o.remoteAddress : xff + ', ' + o.remoteAddress);
+  if (o.peerHop) add(PeerProxiedHeader, 'true');
+  if (o.identity !== undefined) {
+    const h = identityHeaders(o.identity, rules);
+    for (let i = 0; i < h.length; i += 2) add(h[i]!.toLowerCase(), h[i + 1]!);
+  }
+  if (o.bodyLength >= 0) add('content-length', String(o.bodyLength));
+  return out;
+}
