@@ -98,9 +98,13 @@ export class NodeResponse implements ClientResponse {
   }
 
   end(): void {
+    this.ended = true;
     this.flushHead();
     this.res.end();
   }
+
+  /** end() was called: the response finished because mvproxy ended it, not because the client left. */
+  ended = false;
 
   destroy(): void {
     this.res.destroy();
@@ -166,7 +170,11 @@ export class NodeExchange implements Exchange {
     this.res = new NodeResponse(res, req, hasBody, state);
     if (this.refusal !== undefined) this.res.closeAfter = true;
     res.on('close', () => {
-      if (res.writableFinished) return;
+      // node:http2's compatibility response reports a stream the client reset (RST_STREAM, GOAWAY,
+      // the connection gone) as finished too ('finish', then 'close' with writableFinished true):
+      // only an end mvproxy made itself is not the client leaving. Going by writableFinished leaked
+      // every HTTP/2 watch whose client went away (issue 33: 6,005 upstream sockets 11 min later).
+      if (this.res.ended) return;
       this.clientClosed = true;
       const cb = this.onClientClose;
       this.onClientClose = null;

@@ -20,6 +20,8 @@ export interface RoutesReport {
   ageSeconds: number | null;
   /** False until the local apiserver's discovery is in (everything is served locally until then). */
   synced: boolean;
+  /** Whether the local apiserver serves (issue 30): while it does not, what a peer can answer goes to one. */
+  local: Snapshot['local'];
   peers: PeerStatus[];
   resources: { group: string; version: string; resource: string; local: boolean; peers: string[]; unresolvedPeers: string[] }[];
 }
@@ -34,6 +36,7 @@ export function routesReport(snap: Snapshot, peers: () => PeerStatus[], now = Da
     publishedAt: snap.publishedAt ? new Date(snap.publishedAt).toISOString() : null,
     ageSeconds: snap.publishedAt ? Math.round((now - snap.publishedAt) / 100) / 10 : null,
     synced: t.synced,
+    local: snap.local,
     peers: peers(),
     resources,
   };
@@ -43,6 +46,7 @@ export function routesReport(snap: Snapshot, peers: () => PeerStatus[], now = Da
 export function formatRoutes(r: RoutesReport): string {
   const L: string[] = [];
   L.push(`route table generation ${r.generation}, published ${r.publishedAt ?? 'never'}${r.ageSeconds !== null ? ` (${r.ageSeconds} s ago)` : ''}${r.synced ? '' : ', NOT SYNCED: everything is served locally'}`);
+  L.push(`local apiserver: ${r.local}${r.local === 'serving' ? '' : ' (requests a peer can answer go to a peer)'}`);
   L.push(r.peers.length ? `peers: ${r.peers.map((p) => `${p.id} ${p.address || '(no address)'} ${p.up ? 'up' : `DOWN${p.problem ? ` (${p.problem})` : ''}`}`).join('; ')}` : 'peers: none');
   const rows = r.resources.map((x) => [x.group ? `${x.group}/${x.version}` : x.version, x.resource, x.local ? 'local' : x.peers.length ? `peer: ${x.peers.join(',')}` : 'unavailable (503)', x.local && x.peers.length ? x.peers.join(',') : x.unresolvedPeers.length ? `unresolved: ${x.unresolvedPeers.join(',')}` : '']);
   const head = ['GROUP/VERSION', 'RESOURCE', 'ROUTE', 'ALSO SERVED BY'];

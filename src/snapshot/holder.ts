@@ -30,12 +30,20 @@ export interface Snapshot {
    * and `discovery`; kept for /debug/routes.
    */
   readonly exclusions: ReadonlySet<string>;
+  /**
+   * Whether this node's apiserver serves now (lifecycle/local-apiserver.ts): `draining` once its
+   * /readyz fails or it answers "shutting down"; `down` while it refuses connections. While it is
+   * not `serving`, requests a peer can answer go to a peer (--local-failover, proxy/handler.ts).
+   */
+  readonly local: LocalState;
 }
 
-/** The parts a publication supplies; a part left out keeps its value from the current snapshot. */
-export type SnapshotParts = Partial<Pick<Snapshot, 'table' | 'discovery' | 'openAPIIndex' | 'exclusions'>>;
+export type LocalState = 'serving' | 'draining' | 'down';
 
-const EMPTY: Snapshot = Object.freeze({ generation: 0, publishedAt: 0, table: RouteTable.empty(), discovery: undefined, openAPIIndex: undefined, exclusions: new Set<string>() });
+/** The parts a publication supplies; a part left out keeps its value from the current snapshot. */
+export type SnapshotParts = Partial<Pick<Snapshot, 'table' | 'discovery' | 'openAPIIndex' | 'exclusions' | 'local'>>;
+
+const EMPTY: Snapshot = Object.freeze({ generation: 0, publishedAt: 0, table: RouteTable.empty(), discovery: undefined, openAPIIndex: undefined, exclusions: new Set<string>(), local: 'serving' });
 
 export class SnapshotHolder {
   private snapshot: Snapshot = EMPTY;
@@ -55,6 +63,7 @@ export class SnapshotHolder {
       discovery: 'discovery' in parts ? parts.discovery : prev.discovery,
       openAPIIndex: 'openAPIIndex' in parts ? parts.openAPIIndex : prev.openAPIIndex,
       exclusions: parts.exclusions ?? prev.exclusions,
+      local: parts.local ?? prev.local,
     });
     this.snapshot = next;
     return next;

@@ -101,8 +101,10 @@ interface Case {
   method?: string;
   path: string;
   query?: string;
-  /** Who serves widgets: the local apiserver, peers (by ID), or nobody. */
-  servedBy: 'local' | string[] | 'nobody';
+  /** Who serves widgets: the local apiserver, peers (by ID), or nobody; 'local+p1': the local apiserver and p1. */
+  servedBy: 'local' | 'local+p1' | string[] | 'nobody';
+  /** --local-failover on, and the local apiserver's state in the snapshot. */
+  localFailover?: 'serving' | 'draining' | 'down';
   /** Per pool name (local, or a peer's address 10.0.0.N:6443): the steps of its attempts, in order. */
   upstream: Record<string, Step[][]>;
   wantStatus: number;
@@ -118,7 +120,15 @@ interface Case {
 const OK = (body: string): Step[] => [{ head: 200 }, { body }, { end: true }];
 const NOT_FOUND: Step[] = [{ head: 404 }, { body: '{"kind":"Status","code":404}' }, { end: true }];
 
+const SHUTTING_DOWN: Step[] = [{ head: 429, headers: 'Retry-After: 5\r\nContent-Type: application/json' }, { body: '{"kind":"Status","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}' }, { end: true }];
+
 const CASES: Case[] = [
+  { desc: 'local failover: the local apiserver is down: a GET goes to a peer that serves it, without asking local', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'down', upstream: { '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['10.0.0.1:6443'], wantMetrics: [`apiserver_rerouted_request_total{code="200",${GVR}} 1`] },
+  { desc: 'local failover: serving, but this request\'s connection is refused: the peer answers, even a create', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['local', '10.0.0.1:6443'] },
+  { desc: 'local failover: the local apiserver answers 429 "shutting down": the peer answers', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [SHUTTING_DOWN], '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['local', '10.0.0.1:6443'] },
+  { desc: 'local failover: a 429 of priority and fairness is the client\'s answer', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ head: 429 }, { body: 'too many requests' }, { end: true }]] }, wantStatus: 429, wantAsked: ['local'] },
+  { desc: 'local failover: a create reset after it was sent never goes to a peer', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
+  { desc: 'local failover: down, and no peer serves the resource: the local answer (503)', path: `${WIDGETS}/a`, servedBy: 'local', localFailover: 'down', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 503, wantAsked: ['local'] },
   { desc: 'served locally: the local apiserver answers', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [OK('L')] }, wantStatus: 200, wantBody: /^L$/, wantAsked: ['local'], wantMetrics: [] },
   { desc: 'served by a peer: proxied, rerouted counted with its status', path: `${WIDGETS}/a`, servedBy: ['p1'], upstream: { '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantBody: /^P1$/, wantAsked: ['10.0.0.1:6443'], wantMetrics: [`apiserver_rerouted_request_total{code="200",${GVR}} 1`] },
   {
@@ -204,15 +214,18 @@ for (const c of CASES) {
     const pool = (name: string) => ({ name }) as OriginPool;
     const peers = { relay: (address: string) => pool(address) } as unknown as PeerPools;
     const snapshots = new SnapshotHolder();
-    const localGroups = c.servedBy === 'local' ? [res(G, R)] : [res('other.io', 'things')];
+    const localGroups = c.servedBy === 'local' || c.servedBy === 'local+p1' ? [res(G, R)] : [res('other.io', 'things')];
+    const peerServes = (id: string) => (Array.isArray(c.servedBy) && c.servedBy.includes(id)) || (c.servedBy === 'local+p1' && id === 'p1');
     const peerIDs = ['p1', 'p2'];
     snapshots.publish({
       table: RouteTable.build({
         local: { groups: localGroups as never },
-        peers: new Map(peerIDs.map((id, i) => [id, { address: `10.0.0.${i + 1}:6443`, groups: (Array.isArray(c.servedBy) && c.servedBy.includes(id) ? [res(G, R)] : []) as never }])),
+        peers: new Map(peerIDs.map((id, i) => [id, { address: `10.0.0.${i + 1}:6443`, groups: (peerServes(id) ? [res(G, R)] : []) as never }])),
         synced: true,
       }),
+      local: c.localFailover ?? 'serving',
     });
+    const health: string[] = [];
     const handler = new ProxyHandler({
       local: pool('local'),
       localPlain: pool('local'),
@@ -226,6 +239,8 @@ for (const c of CASES) {
       metrics,
       log: silentLogger,
       pickStart: () => c.first ?? 0,
+      localFailover: c.localFailover !== undefined,
+      localHealth: { refused: () => void health.push('refused'), shuttingDown: () => void health.push('shuttingDown') },
       newAttempt: (report: AttemptReport, p: OriginPool, _req: AttemptRequest) => {
         asked.push(p.name);
         const steps = remaining[p.name]?.shift();

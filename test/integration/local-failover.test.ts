@@ -1,0 +1,71 @@
+// While this node's apiserver is not serving, its clients are served by the peers (issue 30,
+// --local-failover). Two members share one object store, as real apiservers share etcd; the old
+// member's apiserver is stopped (as in a restart: connections refused) and started again.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { DEFAULT_FRONTEND } from '../support/frontends';
+import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
+import { eventually } from '../support/poll';
+import { startSimApiserver } from '../../src/sim';
+import type { Plane } from '../../src/demo/topology';
+
+const CM = '/api/v1/namespaces/default/configmaps';
+
+for (const failover of [true, false]) {
+  describe(`the local apiserver stops and comes back, --local-failover=${failover} (${DEFAULT_FRONTEND} front end)`, () => {
+    let plane: Plane & { tmp: string };
+    before(async () => {
+      plane = await twoVersionPlane(DEFAULT_FRONTEND, {
+        configure: (c) => {
+          c.connectTimeoutMs = 1000;
+          c.discoveryRefreshIntervalMs = 60_000;
+          c.localFailover = failover;
+        },
+      });
+      const r = await call(plane.member(OLD).url, CM, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `before-${failover}` } }) });
+      assert.equal(r.status, 201, r.text);
+    });
+    after(async () => plane?.close());
+
+    test(failover ? 'requests a peer can answer are served by the peer at once; /healthz stays local; a create runs once; back to local when the apiserver is back' : 'the local 503 stands, as before', async () => {
+      const old = plane.member(OLD);
+      const port = old.sim.port;
+      await old.sim.close();
+      // The first request after the stop: refused at once, so it goes to a peer (or gets the 503).
+      const get = await call(old.url, `${CM}/before-${failover}`, { headers: AUTH });
+      if (!failover) {
+        assert.equal(get.status, 503, get.text);
+        assert.match(get.text, /MVP_ERR_LOCAL_UNAVAILABLE/);
+        old.sim = await startSimApiserver({ name: OLD, kubernetesVersion: 'v1.33', store: plane.store, port });
+        return;
+      }
+      assert.equal(get.status, 200, get.text);
+      assert.equal(get.headers['x-sim-server'], NEW, 'answered by the peer');
+      const state = async () => (await (await fetch(old.metricsUrl)).text()).match(/^mvproxy_local_apiserver_state\{state="(\w+)"\} 1$/m)?.[1];
+      await eventually(async () => (await state()) === 'down', { what: 'the local apiserver seen down', timeoutMs: 3000 });
+      const list = await call(old.url, CM, { headers: AUTH });
+      assert.equal(list.status, 200);
+      assert.equal(list.headers['x-sim-server'], NEW);
+      const version = await call(old.url, '/version', { headers: AUTH });
+      assert.equal(version.status, 200, 'non-resource paths every apiserver answers alike go to a peer');
+      const created = await call(old.url, CM, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'during' } }) });
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.headers['x-sim-server'], NEW);
+      const healthz = await call(old.url, '/healthz');
+      assert.notEqual(healthz.headers['x-sim-server'], NEW, '/healthz describes this node: never a peer\'s');
+      // One hop: a request that already came from a peer is never sent on.
+      const hop = await call(old.url, `${CM}/during`, { headers: { ...AUTH, 'x-kubernetes-peer-proxied': 'true' } });
+      assert.equal(hop.status, 503);
+      const metrics = await (await fetch(old.metricsUrl)).text();
+      assert.match(metrics, /^mvproxy_local_failover_requests_total\{reason="(refused|down)"\} [1-9]/m);
+      // Back: /readyz answers, routing returns to the local apiserver within about a second.
+      old.sim = await startSimApiserver({ name: OLD, kubernetesVersion: 'v1.33', store: plane.store, port });
+      await eventually(async () => (await state()) === 'serving', { what: 'the local apiserver seen serving again', timeoutMs: 5000 });
+      const back = await call(old.url, `${CM}/during`, { headers: AUTH });
+      assert.equal(back.status, 200);
+      assert.equal(back.headers['x-sim-server'], OLD);
+      const all = await call(old.url, CM, { headers: AUTH });
+      assert.equal((all.json().items as { metadata: { name: string } }[]).filter((i) => i.metadata.name === 'during').length, 1, 'created once');
+    });
+  });
+}
