@@ -22,10 +22,11 @@
 // cached (test/unit/snapshot.test.ts compares builds with warm and cold caches against an
 // uncached rebuild, test/unit/merger.test.ts the worker's builds against inline ones).
 
+import { createHash } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
 import Piscina from 'piscina';
 import type { APIGroupDiscoveryList } from './types';
-import { decodeDiscoveryBody, type DecodedDiscoveryBody } from './decode';
+import { decodeDiscoveryBody, DiscoveryLimitError, MAX_DISCOVERY_BODY_BYTES, routingView, type DiscoveryLimit, type DiscoveryLimits, type RoutingView } from './decode';
 import { DiscoveryFetchError, type DiscoveryErrorCode } from './errors';
 import {
   buildDiscoverySnapshot,
@@ -385,28 +386,53 @@ export function mergeTask(task: MergeTask): MergeTaskResult | ReturnType<typeof 
 export interface DecodeTask {
   bytes: ArrayBuffer;
   what: string;
+  /** A peer's document: refused past these (decode.ts PEER_DISCOVERY_LIMITS). */
+  limits?: DiscoveryLimits;
 }
 
 export type DecodeTaskResult =
-  | { ok: true; list: APIGroupDiscoveryList; raw: ArrayBuffer; format: 'json' | 'protobuf' }
-  | { ok: false; code: DiscoveryErrorCode; message: string };
+  | { ok: true; routes: RoutingView; raw: ArrayBuffer; format: 'json' | 'protobuf'; digest: string }
+  | { ok: false; code: DiscoveryErrorCode; message: string; limit?: DiscoveryLimit };
+
+/** A body decoded for the main thread (merger.ts decode). */
+export interface DecodedForRouting {
+  /** What routing reads of it (decode.ts routingView). */
+  readonly routes: RoutingView;
+  /** Its JSON (decode.ts DecodedDiscoveryBody.raw). */
+  readonly raw: Buffer;
+  readonly format: 'json' | 'protobuf';
+  /** contentDigest(raw): the merge input's key when the server sends no ETag (merger.ts discoveryMergeInput). */
+  readonly digest: string;
+}
+
+/** Decodes a body (decode.ts) into what the main thread keeps of it, on whichever thread runs it. */
+export function decodeForRouting(bytes: Uint8Array, what: string, limits?: DiscoveryLimits): DecodedForRouting {
+  const d = decodeDiscoveryBody(bytes, what, MAX_DISCOVERY_BODY_BYTES, limits);
+  return { routes: routingView(d.list), raw: d.raw, format: d.format, digest: contentDigest(d.raw) };
+}
+
+/** SHA-256 of a document's bytes, base64: names its content in merge input keys. */
+export function contentDigest(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('base64');
+}
 
 /**
  * The Piscina handler `decodeTask`: a peer's body decoded as Kubernetes decodes it (decode.ts).
  * Here, not on the main thread: a hostile 16 MiB body takes seconds to parse (measured 1.7–2.8 s
- * for tiny nested arrays), which must not stall requests. The list comes back by structured clone,
- * its JSON moved.
+ * for tiny nested arrays), which must not stall requests. Only the routing view comes back, by
+ * structured clone (decode.ts routingView says why it is flat); the JSON is moved.
  */
 export function decodeTask(task: DecodeTask): DecodeTaskResult | ReturnType<typeof Piscina.move> {
-  let d: DecodedDiscoveryBody;
+  let d: DecodedForRouting;
   try {
-    d = decodeDiscoveryBody(new Uint8Array(task.bytes), task.what);
+    d = decodeForRouting(new Uint8Array(task.bytes), task.what, task.limits);
   } catch (e) {
+    if (e instanceof DiscoveryLimitError) return { ok: false, code: e.code, message: e.message, limit: e.limit };
     if (e instanceof DiscoveryFetchError) return { ok: false, code: e.code, message: e.message };
     return { ok: false, code: 'MVP_ERR_DISCOVERY_DECODE', message: `${task.what}: ${(e as Error)?.message ?? String(e)}` };
   }
   const raw = copyOut(d.raw);
-  const result: DecodeTaskResult = { ok: true, list: d.list, raw, format: d.format };
+  const result: DecodeTaskResult = { ok: true, routes: d.routes, raw, format: d.format, digest: d.digest };
   return Piscina.move({
     get [Piscina.transferableSymbol]() {
       return [raw];

@@ -29,16 +29,15 @@
 // compiled to dist/. Under tsx the worker inherits the parent's execArgv (which already loads
 // tsx); `--import tsx` is added only when the parent's execArgv does not mention tsx.
 
-import { createHash } from 'node:crypto';
 import { extname, join } from 'node:path';
 import Piscina from 'piscina';
 import type { MergeTask, MergeTaskResult, DocumentBytes } from './merge.worker';
-import { runMergeTask, MergeCaches } from './merge.worker';
+import { runMergeTask, MergeCaches, decodeForRouting, contentDigest } from './merge.worker';
 import { unpackSnapshot, type DiscoverySnapshot, type EncodedDiscovery } from './snapshot';
 
 export type { DocumentBytes } from './merge.worker';
-import type { DecodeTask, DecodeTaskResult } from './merge.worker';
-import { decodeDiscoveryBody, type DecodedDiscoveryBody } from './decode';
+import type { DecodeTask, DecodeTaskResult, DecodedForRouting } from './merge.worker';
+import { DiscoveryLimitError, type DiscoveryLimits } from './decode';
 import { DiscoveryFetchError } from './errors';
 
 /**
@@ -143,23 +142,29 @@ export class DiscoveryMerger {
 
   /**
    * Decodes a discovery body as Kubernetes would (decode.ts) in the worker thread, so a hostile
-   * body cannot stall the event loop; inline when there is no worker. Rejects with the
-   * DiscoveryFetchError the decoder gives (TOO_LARGE, DECODE), or DECODE if the worker died on it.
+   * body cannot stall the event loop; inline when there is no worker. `limits`: a peer's document,
+   * refused past them. `transfer`: the caller gives `body` up (it may be detached). What comes back
+   * is what the main thread keeps (merge.worker.ts DecodedForRouting). Rejects with the DiscoveryFetchError the decoder gives (TOO_LARGE, DECODE, OVER_LIMIT as
+   * a DiscoveryLimitError), or DECODE if the worker died on it.
    */
-  async decode(body: Uint8Array, what: string): Promise<DecodedDiscoveryBody> {
+  async decode(body: Uint8Array, what: string, o: { limits?: DiscoveryLimits; transfer?: boolean } = {}): Promise<DecodedForRouting> {
     if (this.closed) throw new Error('DiscoveryMerger is closed');
     if (!this.inline && this.workerError === undefined) await this.start();
     const pool = this.pool;
-    if (this.inline || this.workerError !== undefined || pool === undefined) return decodeDiscoveryBody(body, what);
-    const bytes = copyToArrayBuffer(body);
+    const limits = o.limits;
+    if (this.inline || this.workerError !== undefined || pool === undefined) return decodeForRouting(body, what, limits);
+    // A body the caller gives up whose view is its whole ArrayBuffer (Buffer.concat of a large body
+    // allocates one of its own) goes over as it is; else it is copied, a slice per turn.
+    const whole = o.transfer === true && body.byteOffset === 0 && body.buffer instanceof ArrayBuffer && body.buffer.byteLength === body.byteLength;
+    const bytes = whole ? (body.buffer as ArrayBuffer) : await copyToArrayBufferSliced([body]);
     let r: DecodeTaskResult;
     try {
-      r = (await pool.run({ bytes, what } satisfies DecodeTask, { name: 'decodeTask', transferList: [bytes] })) as DecodeTaskResult;
+      r = (await pool.run({ bytes, what, limits } satisfies DecodeTask, { name: 'decodeTask', transferList: [bytes] })) as DecodeTaskResult;
     } catch (e) {
       throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', `${what}: the decode worker failed on it: ${(e as Error)?.message ?? String(e)}`);
     }
-    if (!r.ok) throw new DiscoveryFetchError(r.code, r.message);
-    return { list: r.list, raw: Buffer.from(r.raw), format: r.format };
+    if (!r.ok) throw r.limit !== undefined ? new DiscoveryLimitError(r.limit, r.message) : new DiscoveryFetchError(r.code, r.message);
+    return { routes: r.routes, raw: Buffer.from(r.raw), format: r.format, digest: r.digest };
   }
 
   /**
@@ -207,10 +212,14 @@ export class DiscoveryMerger {
     for (let attempt = 0; ; attempt++) {
       const transferList: ArrayBuffer[] = [];
       const seen = new Set<ArrayBuffer>();
+      // Large views to send are copied first, a slice per turn (copyToArrayBufferSliced); the
+      // rest is decided and copied at once, as the task is submitted.
+      const copies = new Map<DocumentBytes, ArrayBuffer>();
+      for (const d of docs) {
+        if (sendAll(d.key) && !(d.apis instanceof ArrayBuffer) && d.apis.byteLength > COPY_SLICE_BYTES && !copies.has(d.apis)) copies.set(d.apis, await copyToArrayBufferSliced([d.apis]));
+      }
       const own = (b: DocumentBytes): ArrayBuffer => {
-        let ab: ArrayBuffer;
-        if (b instanceof ArrayBuffer) ab = b;
-        else ab = copyToArrayBuffer(b);
+        const ab = b instanceof ArrayBuffer ? b : (copies.get(b) ?? copyToArrayBuffer(b));
         if (!seen.has(ab)) {
           seen.add(ab);
           transferList.push(ab);
@@ -329,12 +338,44 @@ export function copyToArrayBuffer(view: Uint8Array): ArrayBuffer {
   return ab;
 }
 
+/** How much copyToArrayBufferSliced copies in one turn of the event loop (~0.5 ms). */
+export const COPY_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * copyToArrayBuffer of the parts, one after the other, COPY_SLICE_BYTES per turn of the event loop
+ * (setImmediate between): a 16 MiB document copied at once held the event loop ~10 ms, page faults
+ * of the fresh buffer included, and a peer may send two (/api and /apis).
+ */
+export async function copyToArrayBufferSliced(parts: readonly Uint8Array[]): Promise<ArrayBuffer> {
+  let total = 0;
+  for (const p of parts) total += p.byteLength;
+  const out = new Uint8Array(new ArrayBuffer(total));
+  let at = 0;
+  let sinceYield = 0;
+  for (const p of parts) {
+    for (let from = 0; from < p.byteLength; ) {
+      if (sinceYield >= COPY_SLICE_BYTES) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sinceYield = 0;
+      }
+      const n = Math.min(p.byteLength - from, COPY_SLICE_BYTES - sinceYield);
+      out.set(p.subarray(from, from + n), at);
+      at += n;
+      from += n;
+      sinceYield += n;
+    }
+  }
+  return out.buffer;
+}
+
 /** The part of a FetchedDocument (snapshot/fetch.ts) a build needs. */
 export interface FetchedApisDocument {
   /** The server's ETag for the document ('' when it sent none). */
   readonly etag: string;
   /** The body as received. Passed as a view, so build() copies it and the caller's stays intact. */
   readonly raw: Uint8Array;
+  /** contentDigest(raw) when the decoder computed it (decode()): not hashed again on this thread. */
+  readonly digest?: string;
 }
 
 /**
@@ -344,7 +385,8 @@ export interface FetchedApisDocument {
  *   const { input, key } = discoveryMergeInput(localID, local.apis, peerApis, excluded);
  *   if (key !== lastKey) { lastKey = key; snapshot = await merger.build(input); }
  *
- * Documents without an ETag are keyed by a SHA-256 of their bytes.
+ * Documents without an ETag are keyed by a SHA-256 of their bytes (the digest decode() computed
+ * off this thread; 16 MiB hashed here took ~10-30 ms at every publication).
  */
 export function discoveryMergeInput(
   localID: string,
@@ -354,7 +396,7 @@ export function discoveryMergeInput(
 ): { input: DiscoveryMergeInput; key: string } {
   const peerList = Array.from(peers, ([id, doc]) => ({ id, doc })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const excluded = Array.from(new Set(excludedGroupVersions)).sort();
-  const keyOf = (d: FetchedApisDocument) => (d.etag !== '' ? `e${d.etag}` : `h${createHash('sha256').update(d.raw).digest('base64')}`);
+  const keyOf = (d: FetchedApisDocument) => (d.etag !== '' ? `e${d.etag}` : `h${d.digest ?? contentDigest(d.raw)}`);
   const localKey = keyOf(local);
   const peerKeys = peerList.map((p) => keyOf(p.doc));
   const key = JSON.stringify([localID, localKey, peerList.map((p, i) => [p.id, peerKeys[i]]), excluded]);

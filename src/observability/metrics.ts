@@ -5,7 +5,7 @@
 // histogram by route: local, peer, discovery), per-peer health and certificate expiry.
 // HELP starts with [ALPHA] as component-base does.
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type HistogramConfiguration, type LabelValues } from 'prom-client';
 
 /** kube-apiserver's request latency buckets (pkg/endpoints/metrics requestLatencies), seconds. */
 export const KUBE_LATENCY_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
@@ -18,6 +18,47 @@ export const KUBE_LATENCY_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8
 export const PROXY_ERROR_ENDPOINT_RESOLUTION = 'endpoint_resolution';
 
 export type Route = 'local' | 'peer' | 'discovery';
+
+// Every label value below comes from a bounded set: fixed words, the peers of the membership (their
+// series are dropped when they leave: retainPeers), and the group/version/resources the published
+// route table lists. Nothing a client puts in a request becomes a label value of its own: any
+// client could otherwise add series without end (issue 27: 500 requests for unknown resources
+// grew apiserver_rerouted_request_total from 1 to 501 series).
+
+/**
+ * The group, version and resource label of a request for a GVR no member's discovery lists (the
+ * local 404 asked of the peers, in case a table lags): one series for all of them. In-tree labels
+ * discovery requests with all three empty, so this value is distinct from that, and it cannot be
+ * a Kubernetes name (an underscore is in no group, version or resource name).
+ */
+export const UNLISTED = '_unlisted';
+
+/**
+ * The verb label of mvproxy_request_duration_seconds: RequestInfo's verbs, and the lowercased HTTP
+ * methods a non-resource request has, as in kube-apiserver's metrics (pkg/endpoints/metrics
+ * validRequestMethods, lowercased, plus head and options); `unknown` when RequestInfo failed. Any
+ * other method a client sends is `other` (Kubernetes' OtherRequestMethod).
+ */
+export const METRIC_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection', 'proxy', 'apply', 'connect', 'post', 'put', 'head', 'options', 'watchlist', 'unknown']);
+export const OTHER_VERB = 'other';
+
+/** The bounds of what one peer's discovery document may hold (discovery/decode.ts PEER_DISCOVERY_LIMITS, and its byte cap). */
+export const REFUSED_LIMITS = ['bytes', 'groups', 'versions_per_group', 'versions', 'resources_per_version', 'resources'] as const;
+export type RefusedLimit = (typeof REFUSED_LIMITS)[number];
+
+/**
+ * mvproxy_request_duration_seconds: observe() takes any verb, and labels only those of METRIC_VERBS.
+ * (prom-client sets `observe` on the instance in its constructor, so it is wrapped there, not overridden.)
+ */
+class RequestDurationHistogram extends Histogram<'route' | 'verb' | 'code'> {
+  constructor(conf: HistogramConfiguration<'route' | 'verb' | 'code'>) {
+    super(conf);
+    const observe = this.observe.bind(this) as (labels: LabelValues<'route' | 'verb' | 'code'>, value: number) => void;
+    this.observe = ((labels: LabelValues<'route' | 'verb' | 'code'>, value: number) =>
+      observe(METRIC_VERBS.has(String(labels.verb)) ? labels : { ...labels, verb: OTHER_VERB }, value)) as Histogram<'route' | 'verb' | 'code'>['observe'];
+  }
+}
+
 
 /** Requests in flight by upstream route, counted at scrape time (nothing on the request path). */
 export interface InFlight {
@@ -36,6 +77,7 @@ export class Metrics {
   readonly reroutedRequests: Counter<'code' | 'group' | 'version' | 'resource'>;
   readonly peerProxyErrors: Counter<'type' | 'group' | 'version' | 'resource'>;
   readonly peerDiscoverySyncErrors: Counter<'type'>;
+  readonly peerDiscoveryRefused: Counter<'limit'>;
   readonly peerAggregatedCacheHits: Counter;
   readonly peerAggregatedCacheMisses: Counter;
   readonly nopeerRequests: Counter;
@@ -57,7 +99,7 @@ export class Metrics {
     const registers = [this.registry];
     this.reroutedRequests = new Counter({
       name: 'apiserver_rerouted_request_total',
-      help: '[ALPHA] Total number of requests that were proxied to a peer kube apiserver because the local apiserver was not capable of serving it. If all three of group, version and resource are empty, the request is a discovery request.',
+      help: `[ALPHA] Total number of requests that were proxied to a peer kube apiserver because the local apiserver was not capable of serving it. If all three of group, version and resource are empty, the request is a discovery request. If all three are ${UNLISTED}, no member's discovery listed the group/version/resource (the local 404 asked of the peers).`,
       labelNames: ['code', 'group', 'version', 'resource'],
       registers,
     });
@@ -73,12 +115,19 @@ export class Metrics {
       labelNames: ['type'],
       registers,
     });
+    this.peerDiscoveryRefused = new Counter({
+      name: 'mvproxy_peer_discovery_refused_total',
+      help: "[ALPHA] Peer discovery documents refused for listing more than one peer may (limit: bytes, groups, versions_per_group, versions, resources_per_version, resources; docs/operating.md §5). The peer keeps its last good view for --peer-discovery-grace",
+      labelNames: ['limit'],
+      registers,
+    });
+    for (const limit of REFUSED_LIMITS) this.peerDiscoveryRefused.inc({ limit }, 0);
     this.peerAggregatedCacheHits = new Counter({ name: 'aggregator_discovery_peer_aggregated_cache_hits_total', help: '[ALPHA] Counter of number of times discovery was served from peer-aggregated cache', registers });
     this.peerAggregatedCacheMisses = new Counter({ name: 'aggregator_discovery_peer_aggregated_cache_misses_total', help: '[ALPHA] Counter of number of times discovery was aggregated across all API servers', registers });
     this.nopeerRequests = new Counter({ name: 'aggregator_discovery_nopeer_requests_total', help: '[ALPHA] Counter of number of times no-peer discovery was served', registers });
-    this.requestDuration = new Histogram({
+    this.requestDuration = new RequestDurationHistogram({
       name: 'mvproxy_request_duration_seconds',
-      help: '[ALPHA] Time from receiving a request to the end of its response, by route (local: this node\'s apiserver; peer: proxied to a peer; discovery: answered by mvproxy). Long-running requests (watch, exec, logs...) are not observed.',
+      help: `[ALPHA] Time from receiving a request to the end of its response, by route (local: this node's apiserver; peer: proxied to a peer; discovery: answered by mvproxy). Long-running requests (watch, exec, logs...) are not observed. verb: RequestInfo's verb, or ${OTHER_VERB} for a method outside Kubernetes' own.`,
       labelNames: ['route', 'verb', 'code'],
       buckets: KUBE_LATENCY_BUCKETS,
       registers,
@@ -153,6 +202,26 @@ export class Metrics {
     this.routeTableGVRs = new Gauge({ name: 'mvproxy_route_table_gvrs', help: '[ALPHA] Distinct group/version/resources in the published route table', registers });
     this.buildInfo = new Gauge({ name: 'mvproxy_build_info', help: '[ALPHA] A metric with a constant value of 1 labelled by the build and the front end in use', labelNames: ['version', 'node_version', 'frontend'], registers });
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+  }
+
+  /**
+   * Drops the series of peers no longer in the membership (called at every publication): their IDs
+   * are gone for good (a Lease-based peer's ID is new after each restart), so each would otherwise
+   * stay in every scrape. A request that ends after its peer left may add one back; the next
+   * publication drops it again.
+   */
+  async retainPeers(members: ReadonlySet<string>): Promise<void> {
+    const drop = async (m: Counter<'route' | 'peer'> | Histogram<'peer'> | Gauge<'peer'>, labels: (peer: string) => Record<string, string>) => {
+      const stale = new Set<string>();
+      for (const v of (await m.get()).values) {
+        const peer = v.labels['peer'];
+        if (typeof peer === 'string' && peer !== '' && !members.has(peer)) stale.add(peer);
+      }
+      for (const peer of stale) (m as Counter<string>).remove(labels(peer));
+    };
+    await drop(this.peersUp, (peer) => ({ peer }));
+    await drop(this.reroutedDuration, (peer) => ({ peer }));
+    await drop(this.upstreamConnectErrors, (peer) => ({ route: 'peer', peer }));
   }
 
   private scrapes: Promise<unknown> = Promise.resolve();

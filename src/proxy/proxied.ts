@@ -26,7 +26,7 @@ import type { PeerPools } from '../upstream/pools';
 import { NotSentHeader } from '../api/headers';
 import { ERRORS, type ErrorCode } from '../api/errors';
 import { writeHeld, writeStatus } from '../respond/write';
-import type { Metrics, Route } from '../observability/metrics';
+import { UNLISTED, type Metrics, type Route } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 import type { Snapshot } from '../snapshot/holder';
 import type { InflightRequests, Tracked } from './inflight';
@@ -425,7 +425,12 @@ export class ProxiedRequest implements AttemptReport, Tracked {
    * OpenAPI document, resource '') is not one: upstream never proxies those.
    */
   private rerouted(status: number): void {
-    if (this.gvr.resource !== '') this.c.metrics.reroutedRequests.inc({ code: String(status), group: this.gvr.group, version: this.gvr.version, resource: this.gvr.resource });
+    const g = this.gvr;
+    if (g.resource === '') return;
+    // Labelled with the GVR when the request's snapshot lists it; else (the held local 404 asked of
+    // the peers: a GVR the client named) under UNLISTED, so that no client adds series.
+    const listed = this.snap.table.lookup(g.group, g.version, g.resource) !== undefined;
+    this.c.metrics.reroutedRequests.inc({ code: String(status), group: listed ? g.group : UNLISTED, version: listed ? g.version : UNLISTED, resource: listed ? g.resource : UNLISTED });
   }
 
   private observe(route: Route): void {

@@ -21,13 +21,24 @@
 // A part that is no known name (a namespace, an object name, a GVR nobody serves) is cut out as
 // before: find() answers undefined, and values are equal either way, so RequestInfo does not change.
 
-/** The hash of bytes b[start, end): its length, first and last byte, spread by a Fibonacci multiply
- *  (Names takes the top bits); O(1), so nothing hashes the path byte by byte. Names with the same
- *  three (pods, pvcs) probe on, a byte compare each. */
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The multiplier of segmentHash: odd, drawn once per process (multiply-shift hashing). A fixed one
+ * (it was the Fibonacci 0x9e3779b1) lets a peer pick names of different lengths and bytes whose top
+ * bits agree, one long run of slots that every insert and every probe walks; drawn at random, no
+ * document can aim at it.
+ */
+const SPREAD = randomBytes(4).readInt32LE(0) | 1;
+
+/** The hash of bytes b[start, end): its length, first and last byte, spread by a multiply (Names
+ *  takes the top bits); O(1), so nothing hashes the path byte by byte. Names with the same three
+ *  (pods, pvcs) probe on, a byte compare each (more than MAX_SAME_KEY share one slot). */
 export function segmentHash(b: DataView, start: number, end: number): number {
   if (end <= start) return 0;
-  return Math.imul((((end - start) & 0xffff) << 16) | (b.getUint8(start) << 8) | b.getUint8(end - 1), 0x9e3779b1);
+  return Math.imul((((end - start) & 0xffff) << 16) | (b.getUint8(start) << 8) | b.getUint8(end - 1), SPREAD);
 }
+
 
 /**
  * a[aOff, aOff + len) equals b[bOff, bOff + len). Four bytes per read, the last four read again when
@@ -58,10 +69,121 @@ export class Literal {
   }
 }
 
+/** Names of one hash and length kept as slots of their own (pods, pvcs and pads: three); more share one slot. */
+const MAX_SAME_KEY = 4;
+/** The offset of a slot that stands for crowded names. */
+const CROWDED = -1;
+
+function isASCII(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
+/** What a Names holds (see its fields). */
+interface NamesParts {
+  texts: (string | undefined)[];
+  hashes: Int32Array;
+  offsets: Int32Array;
+  lengths: Int32Array;
+  pool: DataView;
+  mask: number;
+  shift: number;
+  crowded: ReadonlyMap<string, string> | undefined;
+  size: number;
+}
+
+/** segmentHash of an ASCII string's bytes (its characters). */
+function textHash(s: string): number {
+  const n = s.length;
+  if (n === 0) return 0;
+  return Math.imul(((n & 0xffff) << 16) | (s.charCodeAt(0) << 8) | s.charCodeAt(n - 1), SPREAD);
+}
+
+/**
+ * Builds a Names' table in O(n), yielding every `step` names. Names with a non-ASCII character are
+ * left out: they can never match (see the file comment). Names are counted by hash first, so that
+ * a crowded hash and length gets its one slot. `byValue`: every name mapped to itself, when the
+ * caller has that Map already (the route table's canonical names); else it is made here.
+ */
+function* namesParts(names: Iterable<string>, step: number, byValue?: ReadonlyMap<string, string>): Generator<void, NamesParts> {
+  let values = byValue;
+  if (values === undefined) {
+    const m = new Map<string, string>();
+    for (const n of names) m.set(n, n);
+    values = m;
+  }
+  const unique: string[] = [];
+  const hashes: number[] = [];
+  // Names per hash (keyed by hash >> 1, a Smi: two hashes may share a count, which only makes a
+  // hash crowded sooner). The hash is spread by the per-process SPREAD, so a document cannot aim
+  // its names at one bucket of this Map either.
+  const perHash = new Map<number, number>();
+  let poolBytes = 0;
+  for (const n of values.keys()) {
+    if (!isASCII(n)) continue;
+    const h = textHash(n);
+    unique.push(n);
+    hashes.push(h);
+    perHash.set(h >> 1, (perHash.get(h >> 1) ?? 0) + 1);
+    poolBytes += n.length;
+    if (unique.length % step === 0) yield;
+  }
+  let cap = 8;
+  let bits = 3;
+  while (cap < unique.length * 2) {
+    cap *= 2;
+    bits++;
+  }
+  const t: NamesParts = {
+    texts: new Array<string | undefined>(cap).fill(undefined),
+    hashes: new Int32Array(cap),
+    offsets: new Int32Array(cap),
+    lengths: new Int32Array(cap),
+    pool: new DataView(new ArrayBuffer(poolBytes)),
+    mask: cap - 1,
+    shift: 32 - bits,
+    crowded: undefined,
+    size: unique.length,
+  };
+  let at = 0;
+  for (let i = 0; i < unique.length; i++) {
+    const text = unique[i]!;
+    const hash = hashes[i]!;
+    const len = text.length;
+    let j = hash >>> t.shift;
+    if (perHash.get(hash >> 1)! > MAX_SAME_KEY) {
+      t.crowded = values;
+      // The one slot of this hash and length, unless an earlier name of them made it.
+      for (; t.texts[j] !== undefined; j = (j + 1) & t.mask) if (t.offsets[j] === CROWDED && t.hashes[j] === hash && t.lengths[j] === len) break;
+      if (t.texts[j] !== undefined) continue;
+      t.texts[j] = '';
+      t.offsets[j] = CROWDED;
+    } else {
+      while (t.texts[j] !== undefined) j = (j + 1) & t.mask;
+      t.texts[j] = text;
+      t.offsets[j] = at;
+      for (let k = 0; k < len; k++) t.pool.setUint8(at + k, text.charCodeAt(k));
+      at += len;
+    }
+    t.hashes[j] = hash;
+    t.lengths[j] = len;
+    if ((i + 1) % step === 0) yield;
+  }
+  return t;
+}
+
+function drain<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
 export class Names {
   // Open addressing, linear probing, at most half full; slot j holds texts[j], its segmentHash
   // hashes[j] and its bytes pool[offsets[j], offsets[j] + lengths[j]). Flat arrays: a probe reads
-  // integers, and touches bytes only when hash and length agree.
+  // integers, and touches bytes only when hash and length agree. A slot whose offset is CROWDED
+  // stands for every name of its hash and length: those are in `crowded` (see below).
   private readonly texts: (string | undefined)[];
   private readonly hashes: Int32Array;
   private readonly offsets: Int32Array;
@@ -70,36 +192,37 @@ export class Names {
   private readonly mask: number;
   /** 32 − log2(capacity): a hash's top bits pick its first slot. */
   private readonly shift: number;
+  /**
+   * Names that share their length, first and last byte with more than MAX_SAME_KEY others (one
+   * hash): one slot for all of them, and this Map (V8's string hash is seeded per process) by the
+   * name itself. The O(1) hash is the request path's choice, but a peer's discovery document names
+   * what it likes: 60,000 groups "g<n>.x" (issue 27) all hashed alike, every probe walked them, and
+   * building this index took 686 ms of a 1.2 s stall of the event loop (quadratic); every request
+   * would then have probed the whole chain.
+   */
+  private readonly crowded: ReadonlyMap<string, string> | undefined;
   readonly size: number;
 
-  constructor(names: Iterable<string>) {
-    const unique = [...new Set(names)].map((n) => new Literal(n));
-    let cap = 8;
-    let bits = 3;
-    while (cap < unique.length * 2) {
-      cap *= 2;
-      bits++;
-    }
-    this.shift = 32 - bits;
-    this.texts = new Array<string | undefined>(cap).fill(undefined);
-    this.hashes = new Int32Array(cap);
-    this.offsets = new Int32Array(cap);
-    this.lengths = new Int32Array(cap);
-    const pool = new Uint8Array(unique.reduce((sum, l) => sum + l.bytes.length, 0));
-    this.pool = new DataView(pool.buffer);
-    this.mask = cap - 1;
-    this.size = unique.length;
-    let at = 0;
-    for (const lit of unique) {
-      let j = lit.hash >>> this.shift;
-      while (this.texts[j] !== undefined) j = (j + 1) & this.mask;
-      this.texts[j] = lit.text;
-      this.hashes[j] = lit.hash;
-      this.offsets[j] = at;
-      this.lengths[j] = lit.bytes.length;
-      pool.set(lit.bytes, at);
-      at += lit.bytes.length;
-    }
+  /** `built`: the parts Names.steps made (internal); else they are made from `names` now. */
+  constructor(names: Iterable<string>, built?: NamesParts) {
+    const t = built ?? drain(namesParts(names, Infinity));
+    this.texts = t.texts;
+    this.hashes = t.hashes;
+    this.offsets = t.offsets;
+    this.lengths = t.lengths;
+    this.pool = t.pool;
+    this.mask = t.mask;
+    this.shift = t.shift;
+    this.crowded = t.crowded;
+    this.size = t.size;
+  }
+
+  /**
+   * The same as the constructor, as a generator that yields every `step` names (a sliced route
+   * table build); `byValue` instead of `names`: every name mapped to itself (namesParts).
+   */
+  static *steps(names: Iterable<string>, step: number, byValue?: ReadonlyMap<string, string>): Generator<void, Names> {
+    return new Names([], yield* namesParts(names, step, byValue));
   }
 
   /** The known name whose bytes are bytes[start, end), or undefined. */
@@ -109,8 +232,23 @@ export class Names {
     for (let j = hash >>> this.shift; ; j = (j + 1) & this.mask) {
       const text = this.texts[j];
       if (text === undefined) return undefined;
-      if (this.hashes[j] === hash && this.lengths[j] === len && sameBytes(this.pool, this.offsets[j], bytes, start, len)) return text;
+      if (this.hashes[j] === hash && this.lengths[j] === len) {
+        const at = this.offsets[j];
+        if (at === CROWDED) return this.findCrowded(bytes, start, end);
+        if (sameBytes(this.pool, at, bytes, start, len)) return text;
+      }
     }
+  }
+
+  /** One of the crowded names: the bytes as a string (only ASCII can match), looked up by value. */
+  private findCrowded(bytes: DataView, start: number, end: number): string | undefined {
+    let s = '';
+    for (let i = start; i < end; i++) {
+      const c = bytes.getUint8(i);
+      if (c >= 0x80) return undefined;
+      s += String.fromCharCode(c);
+    }
+    return this.crowded!.get(s);
   }
 
   static readonly EMPTY = new Names([]);

@@ -7,10 +7,10 @@
 // Fetching is the snapshot publisher's job, not the discovery serving stage's.
 
 import type { Dispatcher } from 'undici';
-import type { APIGroupDiscoveryList } from '../discovery/types';
 import { PeerProxiedHeader } from '../api/headers';
-import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, type DecodedDiscoveryBody } from '../discovery/decode';
+import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, routingView, type RoutingView } from '../discovery/decode';
 import { DiscoveryFetchError } from '../discovery/errors';
+import { copyToArrayBufferSliced } from '../discovery/merger';
 
 /** client-go AcceptV2NoPeer + AcceptV2 + AcceptV1 (discovery_client.go), the string in-tree peers are asked with. */
 export const DISCOVERY_ACCEPT_NOPEER =
@@ -19,12 +19,18 @@ export const DISCOVERY_ACCEPT_NOPEER =
 export interface FetchedDocument {
   readonly path: '/api' | '/apis';
   readonly etag: string;
-  readonly list: APIGroupDiscoveryList;
+  /**
+   * What routing reads of the document (discovery/decode.ts routingView): only that stays on the
+   * main thread; the documents are merged and encoded from `raw` in the merge worker.
+   */
+  readonly routes: RoutingView;
   /**
    * The body exactly as received (for serving the local view byte for byte); re-encoded JSON when
    * decoding had to normalise it (protobuf, nulls, a defaulted apiVersion/kind: discovery/decode.ts).
    */
   readonly raw: Buffer;
+  /** SHA-256 of `raw` (base64) when the decoder gave it (discovery/merger.ts discoveryMergeInput). */
+  readonly digest?: string;
 }
 
 export interface FetchOptions {
@@ -37,8 +43,11 @@ export interface FetchOptions {
   timeoutMs: number;
   /** Body size limit (default MAX_DISCOVERY_BODY_BYTES). */
   maxBytes?: number;
-  /** Decodes the body off the main thread (the publisher: the merge worker); default: discovery/decode.ts here. */
-  decode?: (body: Buffer, what: string) => Promise<DecodedDiscoveryBody>;
+  /**
+   * Decodes the body off the main thread (the publisher: the merge worker, discovery/merger.ts
+   * decode), which may keep `body` (it is not read again here); default: discovery/decode.ts here.
+   */
+  decode?: (body: Buffer, what: string) => Promise<{ routes: RoutingView; raw: Buffer; digest?: string }>;
 }
 
 export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' | '/apis', o: FetchOptions): Promise<FetchedDocument> {
@@ -66,14 +75,21 @@ export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' 
     throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_NOT_AGGREGATED', `GET ${path}: the server did not answer with aggregated discovery (content-type ${JSON.stringify(ct)})`);
   }
   const body = await readCapped(res, path, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
-  const { list, raw } = o.decode ? await o.decode(body, `GET ${path}`) : decodeDiscoveryBody(body, `GET ${path}`, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
-  return { path, etag: String(res.headers.etag ?? ''), list, raw };
+  const { routes, raw, digest } = o.decode ? await o.decode(body, `GET ${path}`) : inlineDecode(body, `GET ${path}`, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
+  return { path, etag: String(res.headers.etag ?? ''), routes, raw, ...(digest === undefined ? {} : { digest }) };
+}
+
+function inlineDecode(body: Buffer, what: string, maxBytes: number): { routes: RoutingView; raw: Buffer; digest?: string } {
+  const d = decodeDiscoveryBody(body, what, maxBytes);
+  return { routes: routingView(d.list), raw: d.raw };
 }
 
 /**
  * The response body, read with a running count: past `max` bytes (or a Content-Length over it)
  * the body is destroyed at once, which aborts the request and closes its connection, and the fetch
- * fails with MVP_ERR_DISCOVERY_TOO_LARGE. An error while reading is a TRANSPORT failure.
+ * fails with MVP_ERR_DISCOVERY_TOO_LARGE. An error while reading is a TRANSPORT failure. The
+ * chunks are put together a slice per turn of the event loop (Buffer.concat of 16 MiB held it
+ * ~9 ms); the result is a Buffer over an ArrayBuffer of its own, which the decoder may take over.
  */
 async function readCapped(res: Dispatcher.ResponseData, path: string, max: number): Promise<Buffer> {
   const tooLarge = (n: string) => new DiscoveryFetchError('MVP_ERR_DISCOVERY_TOO_LARGE', `GET ${path}: body of ${n} bytes, more than the ${max}-byte limit`);
@@ -98,5 +114,5 @@ async function readCapped(res: Dispatcher.ResponseData, path: string, max: numbe
     const err = e as Error & { code?: string };
     throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_TRANSPORT', `GET ${path}: reading the body: ${err.code ? err.code + ': ' : ''}${err.message}`);
   }
-  return Buffer.concat(chunks, n);
+  return Buffer.from(await copyToArrayBufferSliced(chunks));
 }

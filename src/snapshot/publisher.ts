@@ -14,7 +14,8 @@ import { RouteTable, type PeerDiscovery } from '../routing/routetable';
 import type { SnapshotHolder, SnapshotParts } from './holder';
 import type { DiscoverySnapshot } from '../discovery/snapshot';
 import type { PeerPools } from '../upstream/pools';
-import type { Metrics } from '../observability/metrics';
+import type { Metrics, RefusedLimit } from '../observability/metrics';
+import { DiscoveryLimitError, PEER_DISCOVERY_LIMITS, type DiscoveryLimit, type RoutingView } from '../discovery/decode';
 import type { Logger } from '../observability/log';
 import { DiscoveryMerger, discoveryMergeInput, type DiscoveryMergeInput } from '../discovery/merger';
 import { GVExclusions, listExtensionGroupVersions } from '../discovery/exclusion';
@@ -73,8 +74,13 @@ export class SnapshotPublisher {
   private built: { key: string; snapshot: DiscoverySnapshot | undefined } = { key: '', snapshot: undefined };
   /** Incremented by every publish(): a merge that finishes after a newer publish() was asked for does not publish. */
   private publishSeq = 0;
-  /** Every fetched body is decoded in the merge worker (merger.decode): see merge.worker.ts decodeTask. */
-  private readonly decodeOffThread = (body: Buffer, what: string) => this.merger.decode(body, what);
+  /**
+   * Every fetched body is decoded in the merge worker (merger.decode): see merge.worker.ts
+   * decodeTask. A peer's is refused there past PEER_DISCOVERY_LIMITS (decode.ts says why); the
+   * local apiserver's is this cluster's own and is not.
+   */
+  private readonly decodeLocal = (body: Buffer, what: string) => this.merger.decode(body, what, { transfer: true });
+  private readonly decodePeer = (body: Buffer, what: string) => this.merger.decode(body, what, { limits: PEER_DISCOVERY_LIMITS, transfer: true });
   /** The membership of the last refresh (id=address#incarnation): a change makes its fetches count as upstream's would. */
   private lastMembership: string | undefined;
   private openAPI: OpenAPIIndex | undefined;
@@ -206,14 +212,17 @@ export class SnapshotPublisher {
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
   private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean, countRerouted = false): Promise<ServerView | undefined> {
     const fetch = (path: '/api' | '/apis', previous: FetchedDocument | undefined) =>
-      fetchDiscoveryDocument(upstream, path, { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous, timeoutMs: this.o.fetchTimeoutMs, decode: this.decodeOffThread });
+      fetchDiscoveryDocument(upstream, path, { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous, timeoutMs: this.o.fetchTimeoutMs, decode: peer ? this.decodePeer : this.decodeLocal });
     const paths = await Promise.allSettled([fetch('/api', prev?.api), fetch('/apis', prev?.apis)]);
     if (peer) {
       // As upstream, per path: a rerouted request with the status the server answered (503 when
       // none, as its proxy responder writes), and one fetch_discovery error per failed path.
       for (const r of paths) {
         if (countRerouted) this.o.metrics.reroutedRequests.inc({ code: String(r.status === 'fulfilled' ? 200 : answeredStatus(r.reason)), group: '', version: '', resource: '' });
-        if (r.status === 'rejected') this.o.metrics.peerDiscoverySyncErrors.inc({ type: 'fetch_discovery' });
+        if (r.status === 'rejected') {
+          this.o.metrics.peerDiscoverySyncErrors.inc({ type: 'fetch_discovery' });
+          this.refused(peer, r.reason);
+        }
       }
     }
     try {
@@ -240,6 +249,18 @@ export class SnapshotPublisher {
   }
 
   /**
+   * A peer's document over a bound (its bytes, or PEER_DISCOVERY_LIMITS): counted by the bound and
+   * logged at every refusal, not only when the peer goes down, since the peer looks healthy
+   * otherwise and keeps sending it (its last good view stays for the grace period).
+   */
+  private refused(peer: PeerEndpoint, e: unknown): void {
+    const limit = e instanceof DiscoveryLimitError ? e.limit : e instanceof DiscoveryFetchError && e.code === 'MVP_ERR_DISCOVERY_TOO_LARGE' ? 'bytes' : undefined;
+    if (limit === undefined) return;
+    this.o.metrics.peerDiscoveryRefused.inc({ limit: REFUSED_LIMIT_LABEL[limit] });
+    this.o.log.info(0, "peer discovery document refused: over a bound of what one peer may list; keeping the peer's last good view", { peer: peer.id, address: peer.address, limit: REFUSED_LIMIT_LABEL[limit], err: (e as Error).message });
+  }
+
+  /**
    * Builds the next snapshot from the views in hand and publishes it. When the merge input changed,
    * the route table and the discovery documents are published together, once the merge worker is
    * done (a few ms; MERGE_WAIT_MS at most, then the table goes out with the previous documents and
@@ -247,40 +268,64 @@ export class SnapshotPublisher {
    * unchanged input (a refresh of all 304s, a peer's reachability) publishes at once.
    */
   private publish(): void {
+    const seq = ++this.publishSeq;
     const now = this.now();
     const peers = new Map<string, PeerDiscovery>();
     const peerApis: [string, FetchedDocument][] = [];
     // Every member's peer listener, reachable right now or not: the lagging-table fallback asks
     // them (a peer whose apiserver just restarted is probed back into routing a second later).
     const members = new Map<string, string>();
-    for (const p of this.o.peers()) if (isHostPort(p.address)) members.set(p.id, p.address);
+    const memberIDs = new Set<string>();
+    for (const p of this.o.peers()) {
+      memberIDs.add(p.id);
+      if (isHostPort(p.address)) members.set(p.id, p.address);
+    }
+    void this.o.metrics.retainPeers(memberIDs).catch((e: unknown) => this.o.log.error('dropping the metric series of departed peers failed', e));
     for (const [id, v] of this.peerViews) {
       if (!v.apis && !v.api) continue;
       if (!v.up && now - (v.leftAt ?? v.lastGood) > this.o.peerGraceMs) continue; // past the grace period: out of routing and of the merged document
       const reachable = v.leftAt === undefined && (this.o.peerReachable?.(id) ?? true);
-      peers.set(id, { address: reachable ? v.address : '', groups: [...(v.api?.list.items ?? []), ...(v.apis?.list.items ?? [])] });
+      peers.set(id, { address: reachable ? v.address : '', routes: routesOf(v) });
       if (v.apis) peerApis.push([id, v.apis]);
     }
     const exclusions = this.exclusions.excluded;
-    const table = RouteTable.build({
-      synced: this.local !== undefined,
-      local: { groups: [...(this.local?.api?.list.items ?? []), ...(this.local?.apis?.list.items ?? [])] },
-      peers,
-      memberAddresses: members,
-      excludedGroupVersions: exclusions,
-    });
-    const parts = { table, exclusions, openAPIIndex: this.openAPI ? mergeOpenAPIIndex(this.openAPI, table) : undefined };
+    const openAPI = this.openAPI;
+    // Built a slice at a time (routing/routetable.ts buildSliced): a small table at once, a large
+    // one between requests. Abandoned when a newer publication supersedes this one.
+    const building = RouteTable.buildSliced(
+      {
+        synced: this.local !== undefined,
+        local: { routes: this.local ? routesOf(this.local) : [] },
+        peers,
+        memberAddresses: members,
+        excludedGroupVersions: exclusions,
+      },
+      TABLE_SLICE_MS,
+      () => seq !== this.publishSeq || this.stopped,
+    );
+    if (!(building instanceof RouteTable)) building.catch(() => undefined); // awaited below, maybe only after a merge: never an unhandled rejection meanwhile
+    const parts = (table: RouteTable) => ({ table, exclusions, openAPIIndex: openAPI ? mergeOpenAPIIndex(openAPI, table) : undefined });
     const merge = this.local?.apis ? discoveryMergeInput(this.o.localID, this.local.apis, peerApis, exclusions) : undefined;
-    const seq = ++this.publishSeq;
     if (merge === undefined || merge.key === this.built.key) {
-      this.commit({ ...parts, discovery: this.built.snapshot });
+      const discovery = this.built.snapshot;
+      if (building instanceof RouteTable) return this.commit({ ...parts(building), discovery });
+      const built = building.then((table) => {
+        if (table !== undefined && seq === this.publishSeq && !this.stopped) this.commit({ ...parts(table), discovery });
+      });
+      // Not queued behind a merge under way (a reachability change publishes as soon as its table is
+      // built), but mergesDone() waits for it too.
+      this.merging = Promise.all([this.merging, built]).then(
+        () => undefined,
+        (e: unknown) => this.o.log.error('publishing the snapshot failed', e),
+      );
       return;
     }
     this.merging = this.merging.then(async () => {
       if (seq !== this.publishSeq || this.stopped) return; // a newer publication supersedes this one
       const docs = await this.merged(merge.input, merge.key);
-      if (seq !== this.publishSeq || this.stopped) return; // superseded while merging: the newer one publishes (reusing this merge if its input is the same)
-      this.commit({ ...parts, discovery: docs ?? this.built.snapshot });
+      const table = await building;
+      if (table === undefined || seq !== this.publishSeq || this.stopped) return; // superseded while merging: the newer one publishes (reusing this merge if its input is the same)
+      this.commit({ ...parts(table), discovery: docs ?? this.built.snapshot });
     }).catch((e: unknown) => this.o.log.error('publishing the snapshot failed', e)); // the chain must never stay rejected
   }
 
@@ -321,6 +366,27 @@ export class SnapshotPublisher {
     return undefined;
   }
 }
+
+/** mvproxy_peer_discovery_refused_total's `limit` label for each bound (observability/metrics.ts REFUSED_LIMITS). */
+const REFUSED_LIMIT_LABEL: Record<DiscoveryLimit | 'bytes', RefusedLimit> = {
+  bytes: 'bytes',
+  groups: 'groups',
+  versionsPerGroup: 'versions_per_group',
+  versions: 'versions',
+  resourcesPerVersion: 'resources_per_version',
+  resources: 'resources',
+};
+
+/** What routing reads of a server's /api and /apis. */
+function routesOf(v: ServerView): RoutingView[] {
+  const out: RoutingView[] = [];
+  if (v.api) out.push(v.api.routes);
+  if (v.apis) out.push(v.apis.routes);
+  return out;
+}
+
+/** The longest the event loop spends building a route table at a time (routing/routetable.ts buildSliced). */
+const TABLE_SLICE_MS = 5;
 
 /** The longest a route table waits for its discovery documents (a merge takes ~10–100 ms on the fixtures). */
 const MERGE_WAIT_MS = 5_000;

@@ -13,7 +13,7 @@ import http from 'node:http';
 import { Pool } from 'undici';
 import { fetchDiscoveryDocument, type FetchOptions } from '../../src/snapshot/fetch';
 import { DiscoveryFetchError } from '../../src/discovery/errors';
-import { MAX_DISCOVERY_BODY_BYTES } from '../../src/discovery/decode';
+import { MAX_DISCOVERY_BODY_BYTES, routingView } from '../../src/discovery/decode';
 import { SnapshotPublisher } from '../../src/snapshot/publisher';
 import { DiscoveryMerger } from '../../src/discovery/merger';
 import { SnapshotHolder } from '../../src/snapshot/holder';
@@ -159,14 +159,14 @@ describe('fetchDiscoveryDocument and a bad body', () => {
   test('accepted as Go accepts them: a protobuf body with unknown fields (re-encoded as JSON), items: null, JSON 10,000 deep in an unknown field', async () => {
     server.paths['/apis'] = send(protobufEnvelope('apidiscovery.k8s.io/v2', 'APIGroupDiscoveryList', protobufListMessage(v137.items, true)), AGG_PB);
     const pb = await fetchDiscoveryDocument(pool, '/apis', OPTS);
-    assert.deepEqual(pb.list, v137);
+    assert.deepEqual(pb.routes, routingView(v137));
     assert.deepEqual(JSON.parse(pb.raw.toString()), v137);
 
     server.paths['/apis'] = send(list({ items: null }));
-    assert.deepEqual((await fetchDiscoveryDocument(pool, '/apis', OPTS)).list.items, []);
+    assert.deepEqual((await fetchDiscoveryDocument(pool, '/apis', OPTS)).routes, []);
 
     server.paths['/apis'] = send(nestedTo(10_000));
-    assert.deepEqual((await fetchDiscoveryDocument(pool, '/apis', OPTS)).list.items, []);
+    assert.deepEqual((await fetchDiscoveryDocument(pool, '/apis', OPTS)).routes, []);
 
     server.paths['/apis'] = send(V137_APIS);
     const good = await fetchDiscoveryDocument(pool, '/apis', OPTS);

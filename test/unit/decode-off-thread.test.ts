@@ -6,6 +6,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DiscoveryMerger } from '../../src/discovery/merger';
 import { DiscoveryFetchError } from '../../src/discovery/errors';
+import { routingView } from '../../src/discovery/decode';
 import { aggregatedFixture } from '../support/fixtures';
 
 const worker = new DiscoveryMerger({ threads: 1 });
@@ -42,11 +43,12 @@ test('a hostile body is refused by the worker while the main thread keeps runnin
   assert.equal(on.ticks, 0);
 });
 
-test('a real document decodes in the worker to the same list and JSON as inline', async () => {
+test('a real document decodes in the worker to the same routing view, JSON and digest as inline', async () => {
   const body = Buffer.from(JSON.stringify(aggregatedFixture('v1.37')));
   const a = await worker.decode(body, 'GET /apis');
   const b = await inline.decode(body, 'GET /apis');
-  assert.deepEqual(a.list, b.list);
+  assert.deepEqual(a.routes, b.routes);
   assert.ok(a.raw.equals(b.raw));
-  assert.equal(a.list.items!.length, aggregatedFixture('v1.37').items.length);
+  assert.equal(a.digest, b.digest);
+  assert.deepEqual(a.routes, routingView(aggregatedFixture('v1.37')));
 });
