@@ -33,6 +33,7 @@ import { Peering } from './peers/peering';
 import { ReloadablePool } from './lifecycle/certs';
 import { startCertReload } from './lifecycle/reload';
 import { BearerTokenFile, withBearerToken } from './lifecycle/token';
+import { LocalAPIServer } from './snapshot/local-apiserver';
 
 /** Graceful shutdown waits at most this long for the identity Lease deletion (kubernetes#140242: never hang on the apiserver). */
 const LEASE_RELEASE_TIMEOUT_MS = 2_000;
@@ -109,21 +110,39 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   // The relay's own client for proxied requests (upstream/h1/origin.ts); the undici pools above
   // stay for mvproxy's own calls (discovery, CRD and Lease lists, probes).
   const localPlainTLS = () => localTLS && { ca: localTLS.ca, servername: localTLS.servername, policy };
-  const relayLocal = localRelay(localURL, config.connectTimeoutMs, localTLS);
-  const relayLocalPlain = localRelay(localURL, config.connectTimeoutMs, localPlainTLS());
+  const relayLocal = localRelay(localURL, config.connectTimeoutMs, localTLS, config.upstreamHTTP2);
+  const relayLocalPlain = localRelay(localURL, config.connectTimeoutMs, localPlainTLS(), config.upstreamHTTP2);
   const peerTLS: TLSFiles = { ca: read(config.peerCAFile), cert: read(config.proxyClientCertFile), key: read(config.proxyClientKeyFile), servername: PEER_SERVER_NAME, policy };
-  const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS });
+  const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: peerTLS, http2: config.upstreamHTTP2 });
   const snapshots = new SnapshotHolder();
   const lifecycle = new Lifecycle();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
   const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
-  const handler = new ProxyHandler({ local: relayLocal, localPlain: relayLocalPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, heldRequestBodyBytes: config.heldRequestBodyBytes, metrics, log });
+  // Whether the local apiserver serves (issue 30, --local-failover): /readyz every second, and what
+  // the request path sees. Its `onServing` refreshes discovery once the publisher exists.
+  let onLocalServing = () => undefined as unknown;
+  const localAPIServer =
+    proxyEnabled && config.localFailover
+      ? new LocalAPIServer({
+          snapshots,
+          log,
+          probe: async () => {
+            const res = await ownLocalForProbe().request({ path: '/readyz', method: 'GET', headersTimeout: 2_000, bodyTimeout: 2_000 });
+            await res.body.dump();
+            return res.statusCode;
+          },
+          onServing: () => onLocalServing(),
+        })
+      : undefined;
+  metrics.localStateSource = () => snapshots.current.local;
+  const handler = new ProxyHandler({ local: relayLocal, localPlain: relayLocalPlain, peers: peerPools, snapshots, lifecycle, proxyEnabled, legacyDiscoveryFix, identityRules, requestTimeoutMs: config.requestTimeoutMs, heldRequestBodyBytes: config.heldRequestBodyBytes, metrics, log, localFailover: localAPIServer !== undefined, localHealth: localAPIServer });
 
   // mvproxy's own calls to the local apiserver (discovery, CRD lists, identity Leases) carry its token; clients' requests never do.
   const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
   token?.start();
   const ownLocal = token ? withBearerToken(localPlain, () => token.current) : localPlain;
+  const ownLocalForProbe = () => ownLocal;
   // Membership (static list or identity Leases) and peer health; started once the peer listener is up.
   const peerIdentityHeaders = ownPeerIdentityHeaders(identityRules);
   const peering = proxyEnabled
@@ -221,7 +240,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       log.info(2, 'peer request rejected', { remote: ex.remoteAddress, reason: why });
       writeStatus(ex, 'MVP_ERR_PEER_UNAUTHORIZED');
     };
-    const peerChoice = choosePeerFrontend(frontend, policy.minVersion);
+    const peerChoice = choosePeerFrontend(frontend, policy.minVersion, undefined, config.peerFrontend);
     if (peerChoice.frontend === 'uws' && choice.frontend === 'uws') {
       const l = await listenPeerUWS(choice.uws, {
         host: config.peerBindAddress,
@@ -281,11 +300,24 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   addPeerChecks(peering?.peers() ?? []);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   peering?.start(peerPort);
+  onLocalServing = () => void publisher.refresh();
+  localAPIServer?.start();
+  if (localAPIServer) health.addInformational('readyz', 'local-apiserver', () => (localAPIServer.state === 'serving' ? null : new Error(`the local apiserver is ${localAPIServer.state} (${localAPIServer.reason}): requests a peer can answer go to a peer`)));
   const certReload = startCertReload({ config, log, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool, { swap: () => localTLS && relayLocal.setTLS(localTLS) }, { swap: () => localTLS && relayLocalPlain.setTLS(localPlainTLS()!) }], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();
   metrics.heldBodiesSource = () => handler.heldBodies;
+  metrics.upstreamConnectionsSource = () => {
+    const peer = peerPools.relayConnections();
+    const local = [relayLocal, relayLocalPlain];
+    return [
+      { route: 'local', protocol: 'http/1.1', connections: local.reduce((n, p) => n + p.open, 0) },
+      { route: 'local', protocol: 'h2', connections: local.reduce((n, p) => n + (p.h2?.sessionCount ?? 0), 0), streams: local.reduce((n, p) => n + (p.h2?.streamCount ?? 0), 0) },
+      { route: 'peer', protocol: 'http/1.1', connections: peer.h1 },
+      { route: 'peer', protocol: 'h2', connections: peer.h2, streams: peer.streams },
+    ];
+  };
   const peerStatus = () => (peering?.peers() ?? []).map((p) => ({ id: p.id, address: p.address, up: peering!.reachable(p.id), ...(peering!.problem(p.id) ? { problem: peering!.problem(p.id) } : {}) }));
   const ops = await listenOps({ address: config.metricsBindAddress, metrics, health, routes: () => routesReport(snapshots.current, peerStatus) });
 
@@ -335,6 +367,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   async function close(): Promise<void> {
       lifecycle.to('stopped');
       peering?.stop();
+      localAPIServer?.stop();
       certReload.stop();
       token?.stop();
       for (const l of listeners) l.close();

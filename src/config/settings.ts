@@ -247,6 +247,14 @@ export const SETTING_TABLE = {
     flag: 'request-timeout', field: 'requestTimeout', section: 'Generic', kind: duration(1), default: 60_000, // kube-apiserver --request-timeout default
     help: 'upper bound for non-long-running requests to an upstream',
   }),
+  peerFrontend: setting({
+    flag: 'peer-frontend', field: 'peerServing.frontend', section: 'Peer proxy', arg: '<auto|uws|node>', kind: choice(['auto', 'uws', 'node']), default: 'auto',
+    help: 'the peer listener\'s front end: auto = node (HTTP/2 beside HTTP/1.1: peer-routed watches share connections; cheaper per peer LIST); uws = uWebSockets.js where the client listener is uWS and reads client certificates (HTTP/1.1 only: one connection per peer-routed watch; cheaper per peer GET)',
+  }),
+  localFailover: setting({
+    flag: 'local-failover', field: 'localFailover', section: 'Peer proxy', kind: BOOL, default: true, // beyond in-tree: its proxy lives inside the apiserver that is down
+    help: 'while the local apiserver is not serving (its /readyz fails, it answers "shutting down", it refuses connections), send the requests a peer can answer to a peer; a request goes only if it provably did not run locally; never one that already came from a peer; false = the local apiserver\'s answer (or a 503) as before',
+  }),
   upstreamHTTP2: setting({
     flag: 'upstream-http2', field: 'upstreamHTTP2', section: 'Peer proxy', kind: BOOL, default: true, // client-go multiplexes its watches the same way
     help: 'long-running requests (watches, logs -f) to a TLS upstream that offers h2 (kube-apiserver; a node peer listener) share HTTP/2 connections, up to the upstream\'s streams per connection each, instead of one HTTP/1.1 connection per watch; false = one connection each',

@@ -52,12 +52,17 @@ export function chooseFrontend(setting: FrontendSetting, needs: FrontendNeeds, l
 }
 
 /**
- * The peer listener's front end: uWS when the client listener is uWS and this build can read the
- * peers' client certificates (and the TLS floor is uSockets' own, 1.2); else node:https. uWS costs
- * about half as much per proxied request: B's CPU per peer GET 278 → 127 and 147 → 94 µs in two
- * alternating A/B runs (bench/README.md, issue 18 changes).
+ * The peer listener's front end (--peer-frontend). `auto` is node:http2: it speaks HTTP/2 beside
+ * HTTP/1.1, so a source mvproxy sends its peer-routed watches as streams of a few shared
+ * connections (upstream/h2) — a node whose apiserver restarts sends all its clients' watches to a
+ * peer (--local-failover) — and it costs less per peer LIST. uWS (`uws`, where the client listener
+ * is uWS and the build reads client certificates) costs less per peer GET but speaks HTTP/1.1 only:
+ * one connection per peer-routed watch. Same-run wrk (1 round, CPU µs per request, A + B):
+ * uWS peer listener GET 78 (39 + 39), LIST 381 (283 + 99); node:http2 GET 111 (48 + 63), LIST 262
+ * (120 + 143): uWS writes each 16 KiB TLS record with its own send, and A pays a wakeup for each.
  */
-export function choosePeerFrontend(client: 'uws' | 'node', tlsMinVersion: string, abi = Number(process.versions.modules)): { frontend: 'uws' | 'node'; reason: string } {
+export function choosePeerFrontend(client: 'uws' | 'node', tlsMinVersion: string, abi = Number(process.versions.modules), setting: 'auto' | 'uws' | 'node' = 'auto'): { frontend: 'uws' | 'node'; reason: string } {
+  if (setting !== 'uws') return { frontend: 'node', reason: setting === 'node' ? '--peer-frontend=node' : 'node:http2 speaks HTTP/2: peer-routed watches share connections (--peer-frontend=uws for uWS)' };
   if (client !== 'uws') return { frontend: 'node', reason: 'the client listener is node:http' };
   if (!uwsReadsClientCertificates(abi)) return { frontend: 'node', reason: `the uWebSockets.js build for Node ABI ${abi} cannot read the peers' client certificates` };
   if (tlsMinVersion !== 'TLSv1.2') return { frontend: 'node', reason: '--tls-min-version other than VersionTLS12 cannot be applied by uWebSockets.js' };

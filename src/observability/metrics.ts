@@ -59,11 +59,18 @@ class RequestDurationHistogram extends Histogram<'route' | 'verb' | 'code'> {
   }
 }
 
-
 /** Requests in flight by upstream route, counted at scrape time (nothing on the request path). */
 export interface InFlight {
   route: 'local' | 'peer';
   longRunning: boolean;
+}
+
+/** Open upstream connections of one route and protocol, and (h2) the streams on them. */
+export interface UpstreamConnections {
+  route: 'local' | 'peer';
+  protocol: 'http/1.1' | 'h2';
+  connections: number;
+  streams?: number;
 }
 
 /** A certificate in use, by the name mvproxy's logs give it (serving, peer-serving, proxy-client). */
@@ -88,6 +95,11 @@ export class Metrics {
   inFlightSource: () => Iterable<InFlight> = () => [];
   /** Request bodies held for the retry after a local 404 (proxy/held-bodies.ts): bytes held now, and requests that streamed because the budget was spent. */
   heldBodiesSource: () => { held: number; refused: number } = () => ({ held: 0, refused: 0 });
+  /** The local apiserver's state (read at scrape time: snapshot/local-apiserver.ts). */
+  localStateSource: () => string = () => 'serving';
+  readonly localFailovers: Counter<'reason'>;
+  /** The relay's open upstream connections (read at scrape time). */
+  upstreamConnectionsSource: () => Iterable<UpstreamConnections> = () => [];
   certificatesSource: () => Iterable<CertificateInUse> = () => [];
   peerCertificatesSource: () => Iterable<readonly [peerAddress: string, notAfterSeconds: number]> = () => [];
   readonly discoveryMergeDuration: Histogram;
@@ -159,6 +171,42 @@ export class Metrics {
           this.set({ route, long_running: 'false' }, n[route][0]);
           this.set({ route, long_running: 'true' }, n[route][1]);
         }
+      },
+    });
+    this.localFailovers = new Counter({
+      name: 'mvproxy_local_failover_requests_total',
+      help: '[ALPHA] Requests served by a peer because the local apiserver was not serving (--local-failover), by reason: draining (its /readyz failed or it answered "shutting down"), down (it refused connections), refused (this request\'s connection was refused), shutting_down (it answered this request 429 "shutting down")',
+      labelNames: ['reason'],
+      registers,
+    });
+    new Gauge({
+      name: 'mvproxy_local_apiserver_state',
+      help: '[ALPHA] 1 for the state the local apiserver is in (serving, draining, down), 0 for the others',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const now = self.localStateSource();
+        for (const state of ['serving', 'draining', 'down']) this.set({ state }, state === now ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'mvproxy_upstream_connections',
+      help: '[ALPHA] Connections the relay holds open now, by route (local: this node\'s apiserver; peer: peer listeners) and protocol (http/1.1: one request at a time, one per watch; h2: shared by the long-running requests as streams)',
+      labelNames: ['route', 'protocol'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of self.upstreamConnectionsSource()) this.set({ route: c.route, protocol: c.protocol }, c.connections);
+      },
+    });
+    new Gauge({
+      name: 'mvproxy_upstream_streams',
+      help: '[ALPHA] Long-running requests open now as streams of shared HTTP/2 connections, by route',
+      labelNames: ['route'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of self.upstreamConnectionsSource()) if (c.protocol === 'h2') this.inc({ route: c.route }, c.streams ?? 0);
       },
     });
     new Gauge({

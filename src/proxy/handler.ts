@@ -34,7 +34,7 @@ import type { Lifecycle } from '../lifecycle/state';
 import type { Snapshot, SnapshotHolder } from '../snapshot/holder';
 import { InflightRequests } from './inflight';
 import { BodyTimeoutError, HeldBodyBudget, readWhole, REPLAY_BODY_MAX } from './held-bodies';
-import { firstValue, gvrOf, headerValue, observe, ProxiedRequest, type ProxyContext } from './proxied';
+import { firstValue, gvrOf, headerValue, localFailoverTarget, observe, ProxiedRequest, type ProxyContext } from './proxied';
 
 export interface ProxyHandlerOptions {
   /** The local apiserver, presenting the front-proxy client certificate: for requests with identity headers. */
@@ -59,6 +59,13 @@ export interface ProxyHandlerOptions {
   heldRequestBodyBytes: number;
   /** Makes each upstream attempt (tests script their own); the relay's client by default. */
   newAttempt?: AttemptFactory;
+  /**
+   * --local-failover: while the local apiserver is not serving (snapshot `local`), and for a request
+   * it refused or answered "shutting down", what a peer can answer goes to a peer. `localHealth`
+   * hears what the request path saw (snapshot/local-apiserver.ts).
+   */
+  localFailover?: boolean;
+  localHealth?: { refused(why: string): void; shuttingDown(): void };
 }
 
 export class ProxyHandler {
@@ -67,6 +74,7 @@ export class ProxyHandler {
   /** Request bodies held for the retry after a local 404 (notFound), within --held-request-body-bytes. */
   readonly heldBodies: HeldBodyBudget;
   private readonly c: ProxyContext;
+  private readonly localFailover: boolean;
   /**
    * mvproxy's own health checks (the ops listener's), set once the daemon has built them. On the
    * client port /livez, /readyz and /healthz answer with mvproxy's failure when one of its checks
@@ -91,7 +99,9 @@ export class ProxyHandler {
       inflight: this.inflight,
       heldBodies: this.heldBodies,
       newAttempt: o.newAttempt ?? newUpstreamAttempt,
+      localHealth: o.localHealth,
     };
+    this.localFailover = (o.localFailover ?? false) && o.proxyEnabled;
   }
 
   close(): void {
@@ -122,6 +132,18 @@ export class ProxyHandler {
     const r = new ProxiedRequest(this.c, ex, ri, snap, start);
     switch (d.kind) {
       case 'local':
+        // While the local apiserver does not serve, what a peer can answer goes to a peer; while it
+        // does, a request it refuses at once may still go (ProxiedRequest.failOverToPeers).
+        if (this.localFailover && ex.peerProxied !== 'true') {
+          if (snap.local !== 'serving') {
+            const f = localFailoverTarget(ri, ex.path, snap);
+            if (f !== undefined) {
+              this.o.metrics.localFailovers.inc({ reason: snap.local });
+              return r.toPeers(f.peers, this.c.pickStart(f.peers.length), f.gvr);
+            }
+          }
+          return r.toLocal(false, true);
+        }
         return r.toLocal(false);
       case 'notFound':
         return this.notFound(ex, r, snap);

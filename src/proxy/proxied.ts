@@ -18,8 +18,9 @@ import type { RequestInfo } from '../request/requestinfo';
 import { isLongRunning, streamHeadTimeoutMs } from '../request/longrunning';
 import type { Attempt, AttemptFactory, AttemptReport } from '../upstream/h1/attempt';
 import type { OriginPool } from '../upstream/h1/origin';
-import type { UpstreamHead } from '../upstream/h1/response-parser';
-import { CHUNKED_BODY, NO_BODY, headCarriesIdentity, requestHead, type RequestHeadOptions } from '../upstream/h1/request-head';
+import type { AttemptHead } from '../upstream/h1/attempt';
+import { H2Attempt } from '../upstream/h2/attempt';
+import { CHUNKED_BODY, NO_BODY, headCarriesIdentity, requestHead, requestHeaders2, type RequestHeadOptions } from '../upstream/h1/request-head';
 import { isFailoverSafe, isSafeMethod, type HeldAnswer } from '../upstream/failover';
 import type { IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
@@ -55,6 +56,37 @@ export interface ProxyContext {
   readonly heldBodies: HeldBodyBudget;
   /** Makes each attempt: the relay's client (newUpstreamAttempt); a scripted fake in test/unit/proxied.test.ts. */
   readonly newAttempt: AttemptFactory;
+  /** Told when the local apiserver refused a connection or answered "shutting down" (snapshot/local-apiserver.ts); absent: --local-failover=false. */
+  readonly localHealth?: { refused(why: string): void; shuttingDown(): void };
+}
+
+/** Where a local request may go when the local apiserver cannot take it (--local-failover). */
+export interface LocalFailover {
+  readonly peers: readonly string[];
+  readonly gvr: GVR;
+}
+
+/**
+ * The peers that can answer a request in the local apiserver's place (issue 30): for a resource,
+ * the peers whose discovery lists its group/version/resource (for core and shared APIs, every
+ * routed peer); for the non-resource paths every apiserver answers alike (/version, /api and its
+ * group/versions, /apis/<group>[/<version>], /openapi/*), every routed peer. /healthz, /livez,
+ * /readyz, /metrics and /debug stay local: they describe this node. /apis itself is mvproxy's own.
+ * undefined when no peer can.
+ */
+export function localFailoverTarget(ri: RequestInfo | undefined, path: string, snap: Snapshot): LocalFailover | undefined {
+  const t = snap.table;
+  if (!t.synced) return undefined;
+  if (ri !== undefined && ri.isResourceRequest) {
+    const e = t.lookup(ri.apiGroup, ri.apiVersion, ri.resource);
+    return e !== undefined && e.peers.length > 0 ? { peers: e.peers, gvr: gvrOf(ri) } : undefined;
+  }
+  if (!answeredAlikeByPeers(path) || t.peerAddresses.size === 0) return undefined;
+  return { peers: [...t.peerAddresses.keys()], gvr: NO_GVR };
+}
+
+function answeredAlikeByPeers(path: string): boolean {
+  return path === '/version' || path === '/api' || path.startsWith('/api/') || path.startsWith('/apis/') || path === '/openapi/v2' || path.startsWith('/openapi/');
 }
 
 export interface GVR {
@@ -104,7 +136,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   /** It arrived on the peer listener (logged with a local failure; its identity headers are trusted). */
   private fromPeer = false;
   /** The last attempt's head (the request log reads its Audit-Id), and at --v=4 its wait: request written → head (ms). */
-  private lastHead: UpstreamHead | null = null;
+  private lastHead: AttemptHead | null = null;
   private upstreamMs = -1;
 
   constructor(
@@ -124,10 +156,25 @@ export class ProxiedRequest implements AttemptReport, Tracked {
    * in-tree filter too) also serves it locally; so do the identity headers the source mvproxy wrote
    * (the peer connection is verified), re-sent with this node's proxy client certificate.
    */
-  toLocal(fromPeer: boolean): void {
+  toLocal(fromPeer: boolean, mayFailOver = false): void {
     this.stage = 'local';
     this.fromPeer = fromPeer;
-    this.sendLocal(undefined);
+    this.mayFailOver = mayFailOver;
+    // A 429 may be the apiserver's "shutting down" (it ran nothing): held, to go to a peer instead.
+    this.sendLocal(mayFailOver ? HOLD_429 : undefined);
+  }
+
+  /** --local-failover applies: a request the local apiserver provably did not take may go to a peer (issue 30). */
+  private mayFailOver = false;
+
+  /** The local apiserver provably did not take the request: to a peer that serves it, if any (counted by reason); false if none. */
+  private failOverToPeers(reason: 'refused' | 'shutting_down'): boolean {
+    this.mayFailOver = false;
+    const f = localFailoverTarget(this.ri, this.ex.path, this.snap);
+    if (f === undefined) return false;
+    this.c.metrics.localFailovers.inc({ reason });
+    this.toPeers(f.peers, this.c.pickStart(f.peers.length), f.gvr);
+    return true;
   }
 
   /**
@@ -191,19 +238,26 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     const ex = this.ex;
     this.holdStatuses = holdStatuses;
     this.answer = A_WAITING;
-    const attempt = c.newAttempt(this, pool, {
-      head: requestHead(ex.method, ex.query ? ex.path + '?' + ex.query : ex.path, ex.headers, o),
-      body: this.body ?? ex.body,
-      chunked: o.bodyLength === CHUNKED_BODY,
-      noBody: ex.method === 'HEAD',
-      fromAPIServer: this.route === 'local',
-      replayable: isSafeMethod(ex.method) && (this.body !== undefined || ex.body === null),
-    });
+    const target = ex.query ? ex.path + '?' + ex.query : ex.path;
+    const fromAPIServer = this.route === 'local';
+    const h1 = () =>
+      c.newAttempt(this, pool, {
+        head: requestHead(ex.method, target, ex.headers, o),
+        body: this.body ?? ex.body,
+        chunked: o.bodyLength === CHUNKED_BODY,
+        noBody: ex.method === 'HEAD',
+        fromAPIServer,
+        replayable: isSafeMethod(ex.method) && (this.body !== undefined || ex.body === null),
+      });
+    // A long-running request without a body shares an HTTP/2 session to an upstream that offers h2
+    // (upstream/h2: many watches, few connections); everything else is one HTTP/1.1 exchange.
+    const h2 = pool.h2;
+    const attempt = this.longRunning && h2 !== undefined && h2.state !== 'h1' && ex.body === null && this.body === undefined ? new H2Attempt(this, h2, requestHeaders2(ex.method, target, ex.headers, o), fromAPIServer, h1) : h1();
     this.attempt = attempt;
     if (!this.tracked) {
       this.tracked = true;
       ex.onClientClose = () => this.clientGone();
-      ex.res.onDrain = () => this.attempt?.resume();
+      ex.res.onDrain = () => this.drained();
       c.inflight.add(this);
     }
     // The whole request's deadline; a stream's is its head's, per attempt.
@@ -243,7 +297,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 
   // AttemptReport: what the attempt under way saw.
 
-  upstreamHead(head: UpstreamHead): void {
+  upstreamHead(head: AttemptHead): void {
     this.lastHead = head;
     if (this.c.logRequests && this.attempt !== null) this.upstreamMs = this.attempt.headAt - this.attempt.sentAt;
     if (this.holdStatuses !== undefined && this.holdStatuses.includes(head.status)) {
@@ -265,7 +319,16 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       return true;
     }
     if (this.ex.clientClosed) return true;
-    return this.ex.res.write(chunk);
+    if (this.ex.res.write(chunk)) return true;
+    // A stream's client that stops reading: its upstream pauses (its HTTP/2 stream's window bounds
+    // what waits here); one that does not drain within SLOW_STREAM_MS is ended (expire()).
+    if (this.longRunning) this.deadline = performance.now() + SLOW_STREAM_MS;
+    return false;
+  }
+
+  private drained(): void {
+    if (this.longRunning && this.answer === A_RELAYING) this.deadline = Infinity;
+    this.attempt?.resume();
   }
 
   upstreamEnd(): void {
@@ -294,6 +357,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     if (this.route === 'local') {
       c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
       c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
+      // Refused before anything was sent: the apiserver is not serving; a peer takes this one.
+      if (notSent) c.localHealth?.refused(errText(err));
+      if (notSent && !bodyTouched && this.mayFailOver && this.failOverToPeers('refused')) return;
       return this.fail(code ?? (notSent ? 'MVP_ERR_LOCAL_UNAVAILABLE' : 'MVP_ERR_LOCAL_FAILED'), 'local');
     }
     // Counted and logged against that peer. Not as apiserver_peer_proxy_errors_total{type="proxy_transport"}:
@@ -319,6 +385,16 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     this.held = null;
     this.answer = A_WAITING;
     if (this.ex.clientClosed) return;
+    if (this.stage === 'local' && held.status === 429) {
+      // kube-apiserver's answer while it shuts down (--shutdown-send-retry-after): it ran nothing,
+      // so the request goes to a peer if its body can still be sent; any other 429 (priority and
+      // fairness) is the client's answer.
+      if (isShuttingDown(held)) {
+        this.c.localHealth?.shuttingDown();
+        if (this.mayFailOver && !(this.attempt?.bodyTouched ?? false) && this.failOverToPeers('shutting_down')) return;
+      }
+      return this.answerHeld(held, 'local');
+    }
     if (this.stage === 'local') {
       this.local404 = held;
       this.stage = 'peersAfter404';
@@ -359,7 +435,13 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       if (this.route === 'peer') this.rerouted(504);
       return this.fail('MVP_ERR_UPSTREAM_TIMEOUT', this.route);
     }
-    this.ex.res.destroy();
+    if (this.longRunning) {
+      // A watcher that did not read for SLOW_STREAM_MS: ended cleanly, as kube-apiserver's watch
+      // cache ends a watcher that blocks its dispatch; client-go re-watches from its last
+      // resourceVersion. Its upstream stream is closed, so it no longer holds the shared connection.
+      this.c.log.info(2, 'a long-running response whose client stopped reading was ended', { path: this.ex.path, srcIP: this.ex.remoteAddress, afterMs: SLOW_STREAM_MS });
+      this.ex.res.end();
+    } else this.ex.res.destroy();
     this.done(this.route);
   }
 
@@ -443,7 +525,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
  * swamp it) and, at --v=4, one log line in the shape of Kubernetes' httplog ("HTTP" verb URI
  * latency userAgent srcIP resp) plus mvproxy's route. Off below --v=4: one boolean test.
  */
-export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, head?: UpstreamHead | null, upstreamMs = -1): void {
+export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, head?: AttemptHead | null, upstreamMs = -1): void {
   const seconds = (performance.now() - start) / 1000;
   if (!longRunning) {
     c.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
@@ -483,10 +565,24 @@ export function headerValue(headers: readonly string[], name: string): string {
 const NO_GVR: GVR = Object.freeze({ group: '', version: '', resource: '' });
 /** The local apiserver's answer that sends a notFound request on to the peers. */
 const HOLD_LOCAL_404: readonly number[] = [404];
+/** The local apiserver's answer that may mean "shutting down" (a local request that may fail over). */
+const HOLD_429: readonly number[] = [429];
+
+/** kube-apiserver's 429 while it shuts down ("The apiserver is shutting down, please try again later."), not priority and fairness throttling. */
+function isShuttingDown(held: HeldAnswer): boolean {
+  for (const b of held.body) if (b.toString('latin1').includes('shutting down')) return true;
+  return false;
+}
 /** A peer asked after a local 404 that answers so has nothing to say about the resource: its apiserver is down or restarting. */
 const PEER_CANNOT_ANSWER: readonly number[] = [502, 503, 504];
 /** ...or that answers so, when more peers remain to be asked. */
 const PEER_PASSES_ON: readonly number[] = [404, ...PEER_CANNOT_ANSWER];
+/**
+ * How long a long-running response may wait for its client to read before it is ended. The
+ * apiserver's watch cache gives a blocked watcher much less (a dispatch budget of ~100 ms) before
+ * it terminates it; a client behind mvproxy also has TCP and TLS buffers between, hence seconds.
+ */
+const SLOW_STREAM_MS = 30_000;
 /** A Status body is well under this; a larger held 404 keeps only its first part (then it is not replayed whole). */
 const HELD_BODY_MAX = 64 * 1024;
 

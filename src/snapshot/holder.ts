@@ -31,7 +31,7 @@ export interface Snapshot {
    */
   readonly exclusions: ReadonlySet<string>;
   /**
-   * Whether this node's apiserver serves now (lifecycle/local-apiserver.ts): `draining` once its
+   * Whether this node's apiserver serves now (snapshot/local-apiserver.ts): `draining` once its
    * /readyz fails or it answers "shutting down"; `down` while it refuses connections. While it is
    * not `serving`, requests a peer can answer go to a peer (--local-failover, proxy/handler.ts).
    */

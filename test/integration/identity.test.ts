@@ -148,26 +148,29 @@ describe('client certificates and the front-end choice', () => {
   });
 
   test('the peer listener: uWS beside a uWS client listener where its build reads certificates and the TLS floor is 1.2, else node:https, with the reason', () => {
-    assert.deepEqual(choosePeerFrontend('uws', 'TLSv1.2', 137).frontend, 'uws');
-    const old = choosePeerFrontend('uws', 'TLSv1.2', 115);
+    assert.deepEqual(choosePeerFrontend('uws', 'TLSv1.2', 137, 'uws').frontend, 'uws');
+    assert.deepEqual(choosePeerFrontend('uws', 'TLSv1.2', 137).frontend, 'node', 'auto: node:http2, for shared peer-routed watches');
+    const old = choosePeerFrontend('uws', 'TLSv1.2', 115, 'uws');
     assert.equal(old.frontend, 'node');
     assert.match(old.reason, /ABI 115/);
-    assert.equal(choosePeerFrontend('uws', 'TLSv1.3', 137).frontend, 'node');
+    assert.equal(choosePeerFrontend('uws', 'TLSv1.3', 137, 'uws').frontend, 'node');
     assert.equal(choosePeerFrontend('node', 'TLSv1.2', 137).frontend, 'node');
   });
 
-  test(`this runtime (Node ${process.version}, ABI ${process.versions.modules}): the peer listener serves on ${FRONTENDS.includes('uws') && uwsReadsClientCertificates() ? 'uWS' : 'node:https'}, and a peer's proxied request crosses it`, async () => {
-    const plane = await twoVersionPlane('auto');
-    try {
-      const uws = FRONTENDS.includes('uws') && uwsReadsClientCertificates();
-      for (const m of plane.members) assert.equal(m.daemon.peerFrontend, uws ? 'uws' : 'node');
-      await plane.member(OLD).daemon.publisher.refresh();
-      const r = await request(plane.member(OLD).url + NEW_ONLY);
-      await r.body.dump();
-      assert.equal(r.statusCode, 200);
-      assert.equal(r.headers['x-sim-server'], NEW);
-    } finally {
-      await plane.close();
-    }
-  });
+  for (const setting of ['auto', 'uws'] as const) {
+    test(`this runtime (Node ${process.version}, ABI ${process.versions.modules}), --peer-frontend=${setting}: the peer listener serves on ${setting === 'uws' && FRONTENDS.includes('uws') && uwsReadsClientCertificates() ? 'uWS' : 'node:http2'}, and a peer's proxied request crosses it`, async () => {
+      const plane = await twoVersionPlane('auto', { configure: (c) => ((c.connectTimeoutMs = 1000), (c.discoveryRefreshIntervalMs = 60_000), (c.peerFrontend = setting)) });
+      try {
+        const uws = setting === 'uws' && FRONTENDS.includes('uws') && uwsReadsClientCertificates();
+        for (const m of plane.members) assert.equal(m.daemon.peerFrontend, uws ? 'uws' : 'node');
+        await plane.member(OLD).daemon.publisher.refresh();
+        const r = await request(plane.member(OLD).url + NEW_ONLY);
+        await r.body.dump();
+        assert.equal(r.statusCode, 200);
+        assert.equal(r.headers['x-sim-server'], NEW);
+      } finally {
+        await plane.close();
+      }
+    });
+  }
 });

@@ -5,6 +5,7 @@
 // foreign CA, a disallowed CN) with writes, pipelining, upgrades, spoofed identity headers and
 // certificates that are wrong in subtler ways (the wrong one of the cluster's own CAs, the name in
 // O instead of CN, expired, not yet valid, server-only usage, self-signed).
+import { FRONTENDS } from '../support/frontends';
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
@@ -47,13 +48,15 @@ function tlsExchange(address: string, ca: string, cert: { cert: string; key: str
   });
 }
 
-describe('peer listener attacks', () => {
+// Both peer front ends: node:http2 (the default, --peer-frontend=auto) and uWS (--peer-frontend=uws, where it loads).
+for (const peerFrontend of FRONTENDS.includes('uws') ? (['auto', 'uws'] as const) : (['auto'] as const)) {
+describe(`peer listener attacks (--peer-frontend=${peerFrontend})`, () => {
   let plane: Plane & { tmp: string };
   let seq = 0;
   const creds: Record<string, { cert: string; key: string } | undefined> = {};
 
   before(async () => {
-    plane = await twoVersionPlane('auto');
+    plane = await twoVersionPlane('auto', { configure: (c) => ((c.connectTimeoutMs = 1000), (c.discoveryRefreshIntervalMs = 60_000), (c.peerFrontend = peerFrontend)) });
     const fp = plane.pki.frontProxyCA;
     const foreign = await createCA('foreign-ca');
     const selfSigned = await createCA(ALLOWED); // a CA certificate standing in for itself
@@ -179,3 +182,4 @@ describe('peer listener attacks', () => {
     assert.deepEqual(reached(id), [OLD]);
   });
 });
+}

@@ -15,7 +15,7 @@
 // /readyz, asked every PROBE_INTERVAL_MS, confirms it and sees the apiserver come back (then the
 // publisher refreshes discovery at once: a restarted apiserver may be a new release).
 
-import type { SnapshotHolder, LocalState } from '../snapshot/holder';
+import type { SnapshotHolder, LocalState } from './holder';
 import type { Logger } from '../observability/log';
 
 /** /readyz is asked this often: a restart is seen within about a second either way. */
