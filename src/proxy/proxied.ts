@@ -7,6 +7,7 @@
 //
 //   toLocal()            the local apiserver (every local decision; the peer listener)
 //   toLocalThenPeers()   notFound: the local apiserver; on its 404 each member's peer in turn
+//                        (--local-failover: also when it cannot answer, or without it while it is not serving)
 //   toPeers()            peer: the candidates from a random start, failing over on a safe failure
 //
 // Deadlines are not timers of this object: proxy/inflight.ts sweeps every request in flight and
@@ -170,6 +171,10 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   /** The local apiserver provably did not take the request: to a peer that serves it, if any (counted by reason); false if none. */
   private failOverToPeers(reason: 'refused' | 'shutting_down'): boolean {
     this.mayFailOver = false;
+    if (this.notFoundRoute) {
+      this.peersWithoutLocal(reason);
+      return true;
+    }
     const f = localFailoverTarget(this.ri, this.ex.path, this.snap);
     if (f === undefined) return false;
     this.c.metrics.localFailovers.inc({ reason });
@@ -183,12 +188,37 @@ export class ProxiedRequest implements AttemptReport, Tracked {
    * asked first, and its 404 is held while each member's peer is asked in turn (askNextPeer).
    * `body`: the request body read whole (Content-Length up to REPLAY_BODY_MAX), so it can be sent again.
    */
-  toLocalThenPeers(peers: readonly string[], body: Buffer | undefined, heldBytes: number): void {
+  toLocalThenPeers(peers: readonly string[], body: Buffer | undefined, heldBytes: number, failover?: 'serving' | 'draining' | 'down'): void {
     this.stage = 'local';
     this.candidates = peers;
     this.body = body;
     this.heldBytes = heldBytes;
-    this.sendLocal(HOLD_LOCAL_404);
+    this.notFoundRoute = true;
+    this.mayFailOver = failover !== undefined;
+    // --local-failover, the local apiserver not serving: its 404 is what the peers answer (nobody
+    // serves the resource by its last discovery either), so they are asked without it; waiting for
+    // it would be a 503 that client-go retries until its own timeout (the rolling upgrade: every
+    // request for the newer release's kind while this node's apiserver restarts).
+    if (failover !== undefined && failover !== 'serving') return this.peersWithoutLocal(failover);
+    this.sendLocal(failover !== undefined ? HOLD_404_429 : HOLD_LOCAL_404);
+  }
+
+  /** toLocalThenPeers: a request that may go to the peers without the local 404 when the local apiserver cannot answer. */
+  private notFoundRoute = false;
+
+  /**
+   * notFound, the local apiserver not serving (or this request refused, or answered "shutting
+   * down"): each member's peer in turn as after a local 404, the last one's 404 the answer; when no
+   * peer can answer, the 503 the local apiserver's outage is (no local 404 to fall back on).
+   */
+  private peersWithoutLocal(reason: string): void {
+    this.mayFailOver = false;
+    this.c.metrics.localFailovers.inc({ reason });
+    this.local404 = undefined;
+    this.stage = 'peersAfter404';
+    this.gvr = this.ri !== undefined ? gvrOf(this.ri) : NO_GVR;
+    this.tried = 0;
+    this.askNextPeer();
   }
 
   /** To one of `peers` (server IDs), from index `first`, failing over on a failure that is safe to retry. */
@@ -359,7 +389,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
       // Refused before anything was sent: the apiserver is not serving; a peer takes this one.
       if (notSent) c.localHealth?.refused(errText(err));
-      if (notSent && !bodyTouched && this.mayFailOver && this.failOverToPeers('refused')) return;
+      if (notSent && (!bodyTouched || this.body !== undefined) && this.mayFailOver && this.failOverToPeers('refused')) return;
       return this.fail(code ?? (notSent ? 'MVP_ERR_LOCAL_UNAVAILABLE' : 'MVP_ERR_LOCAL_FAILED'), 'local');
     }
     // Counted and logged against that peer. Not as apiserver_peer_proxy_errors_total{type="proxy_transport"}:
@@ -391,7 +421,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       // fairness) is the client's answer.
       if (isShuttingDown(held)) {
         this.c.localHealth?.shuttingDown();
-        if (this.mayFailOver && !(this.attempt?.bodyTouched ?? false) && this.failOverToPeers('shutting_down')) return;
+        if (this.mayFailOver && (!(this.attempt?.bodyTouched ?? false) || this.body !== undefined) && this.failOverToPeers('shutting_down')) return;
       }
       return this.answerHeld(held, 'local');
     }
@@ -412,7 +442,8 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 
   /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
   private answerLocal404(): void {
-    this.answerHeld(this.local404!, 'local');
+    if (this.local404 === undefined) return this.fail('MVP_ERR_LOCAL_UNAVAILABLE', 'local');
+    this.answerHeld(this.local404, 'local');
   }
 
   /** A held answer is the client's. */
@@ -567,6 +598,8 @@ const NO_GVR: GVR = Object.freeze({ group: '', version: '', resource: '' });
 const HOLD_LOCAL_404: readonly number[] = [404];
 /** The local apiserver's answer that may mean "shutting down" (a local request that may fail over). */
 const HOLD_429: readonly number[] = [429];
+/** notFound with --local-failover: the local 404 (peers asked next), or a 429 that may be "shutting down". */
+const HOLD_404_429: readonly number[] = [404, 429];
 
 /** kube-apiserver's 429 while it shuts down ("The apiserver is shutting down, please try again later."), not priority and fairness throttling. */
 function isShuttingDown(held: HeldAnswer): boolean {
