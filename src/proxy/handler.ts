@@ -206,8 +206,8 @@ export class ProxyHandler {
     const peers = snap.table.distinctMembers;
     const length = ex.body === null ? 0 : contentLength(ex.headers);
     if (peers.length === 0 || length === undefined || length > REPLAY_BODY_MAX) return r.toLocal(false);
-    // --local-failover: what the local apiserver cannot answer goes to the peers (never a peer-proxied request).
-    const failover = this.localFailover && ex.peerProxied !== 'true' ? snap.local : undefined;
+    // --local-failover: what the local apiserver refuses goes to the peers (never a peer-proxied request).
+    const failover = this.localFailover && ex.peerProxied !== 'true';
     if (ex.body === null) return r.toLocalThenPeers(peers, undefined, 0, failover);
     // Past the budget the body streams and the local answer stands, as for an oversized body.
     if (!this.heldBodies.take(length)) {
@@ -217,7 +217,7 @@ export class ProxyHandler {
     readWhole(ex.body, length, this.o.requestTimeoutMs).then(
       (body) => {
         if (ex.clientClosed) this.heldBodies.give(length);
-        else r.toLocalThenPeers(peers, body, length, this.localFailover && ex.peerProxied !== 'true' ? this.o.snapshots.current.local : undefined);
+        else r.toLocalThenPeers(peers, body, length, failover);
       },
       (err: Error) => {
         this.heldBodies.give(length);

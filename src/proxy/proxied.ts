@@ -7,7 +7,7 @@
 //
 //   toLocal()            the local apiserver (every local decision; the peer listener)
 //   toLocalThenPeers()   notFound: the local apiserver; on its 404 each member's peer in turn
-//                        (--local-failover: also when it cannot answer, or without it while it is not serving)
+//                        (--local-failover: also when it refused the connection or is shutting down)
 //   toPeers()            peer: the candidates from a random start, failing over on a safe failure
 //
 // Deadlines are not timers of this object: proxy/inflight.ts sweeps every request in flight and
@@ -188,28 +188,30 @@ export class ProxiedRequest implements AttemptReport, Tracked {
    * asked first, and its 404 is held while each member's peer is asked in turn (askNextPeer).
    * `body`: the request body read whole (Content-Length up to REPLAY_BODY_MAX), so it can be sent again.
    */
-  toLocalThenPeers(peers: readonly string[], body: Buffer | undefined, heldBytes: number, failover?: 'serving' | 'draining' | 'down'): void {
+  toLocalThenPeers(peers: readonly string[], body: Buffer | undefined, heldBytes: number, mayFailOver = false): void {
     this.stage = 'local';
     this.candidates = peers;
     this.body = body;
     this.heldBytes = heldBytes;
     this.notFoundRoute = true;
-    this.mayFailOver = failover !== undefined;
-    // --local-failover, the local apiserver not serving: its 404 is what the peers answer (nobody
-    // serves the resource by its last discovery either), so they are asked without it; waiting for
-    // it would be a 503 that client-go retries until its own timeout (the rolling upgrade: every
-    // request for the newer release's kind while this node's apiserver restarts).
-    if (failover !== undefined && failover !== 'serving') return this.peersWithoutLocal(failover);
-    this.sendLocal(failover !== undefined ? HOLD_404_429 : HOLD_LOCAL_404);
+    this.mayFailOver = mayFailOver;
+    // The local apiserver is asked even while the snapshot says it is not serving: it may be back
+    // already as a newer release that serves the resource (the probe sees it within a second, and
+    // its discovery after that), and then the peers' 404 would be a spurious one (the rolling
+    // upgrade: a v1.37-only object created through it at once). A refused connection costs nothing.
+    this.sendLocal(mayFailOver ? HOLD_404_429 : HOLD_LOCAL_404);
   }
 
   /** toLocalThenPeers: a request that may go to the peers without the local 404 when the local apiserver cannot answer. */
   private notFoundRoute = false;
 
   /**
-   * notFound, the local apiserver not serving (or this request refused, or answered "shutting
-   * down"): each member's peer in turn as after a local 404, the last one's 404 the answer; when no
-   * peer can answer, the 503 the local apiserver's outage is (no local 404 to fall back on).
+   * notFound, and the local apiserver refused this request or answered "shutting down" (--local-
+   * failover): each member's peer in turn as after a local 404, the last one's 404 the answer (the
+   * local apiserver's would be the same by its last discovery); when no peer can answer, the 503
+   * the local apiserver's outage is (no local 404 to fall back on). Without it, that 503 has
+   * client-go retry until its own timeout: every request for the newer release's kind while this
+   * node's apiserver restarts in a rolling upgrade.
    */
   private peersWithoutLocal(reason: string): void {
     this.mayFailOver = false;
