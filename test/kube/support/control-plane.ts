@@ -33,6 +33,8 @@ export const RUNTIME_CONFIG: Record<KubeVersion, string> = {
 
 /** One audit event (audit.k8s.io/v1, level Metadata): who the apiserver believed made a request. */
 export interface AuditEvent {
+  /** The request's Audit-ID header when the client sent one (the scenario's clients do), else the apiserver's own UUID. */
+  auditID: string;
   stage: string;
   requestURI: string;
   verb: string;
@@ -57,8 +59,17 @@ export interface Apiserver {
   /** The audit events this apiserver logged so far (every request, level Metadata). */
   audit(): AuditEvent[];
   /** Stops the process (SIGTERM, bounded) and starts it again, optionally as another release, on the same port and etcd. */
-  restart(version?: KubeVersion): Promise<void>;
+  restart(version?: KubeVersion, how?: RestartHow): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface RestartHow {
+  /** SIGKILL instead of a graceful stop (a crash, an OOM kill). */
+  kill?: boolean;
+  /** The new process starts no sooner than this long after the stop began (an apiserver that stays down). */
+  downMs?: number;
+  /** Called once the old process has exited. */
+  exited?: () => void;
 }
 
 export interface KubeControlPlane {
@@ -182,8 +193,13 @@ export async function startControlPlane(specs: ApiserverSpec[] = [{ name: 'kube-
         url,
         proc: undefined as unknown as Proc,
         audit: () => (existsSync(auditLog) ? readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent) : []),
-        async restart(version = a.version) {
+        async restart(version = a.version, how: RestartHow = {}) {
+          const t = Date.now();
+          if (how.kill) a.proc.child.kill('SIGKILL');
           await a.proc.stop(20_000);
+          how.exited?.();
+          const rest = (how.downMs ?? 0) - (Date.now() - t);
+          if (rest > 0) await new Promise((r) => setTimeout(r, rest));
           a.version = version;
           await launch();
         },

@@ -1,17 +1,30 @@
-// The rolling upgrade KEP-4020 exists for, run for real (issue 14 §2): two kube-apiservers at
-// v1.34.4 on one etcd, a client-go controller per apiserver (test/kube/go/cmd/upgrade-client:
-// informers plus writes on ConfigMaps, which every release serves, and ClusterTrustBundles
-// certificates.k8s.io/v1, which only v1.37 serves) and kubectl watches of both; then apiserver a is
-// replaced by v1.37.2 (stopped, the new binary started on the same port and etcd), and later b.
-// Run with clients through an mvproxy beside each apiserver, or straight to the apiservers.
+// The rolling upgrade KEP-4020 exists for, run for real (issue 14 §2, issue 30 §5): two
+// kube-apiservers at v1.34.4 on one etcd, a controller-manager-like client per node
+// (test/kube/go/cmd/upgrade-client: leader election on a Lease, informers plus writes on ConfigMaps,
+// which every release serves, and ClusterTrustBundles certificates.k8s.io/v1, which only v1.37
+// serves) and kubectl watches of both kinds per node; then apiserver a is replaced by v1.37.2
+// (stopped, the new binary started on the same port and etcd), and later b. Each node's clients talk
+// to their own node's server: an mvproxy beside its apiserver (with --local-failover, the default,
+// or without), or the apiserver directly, which is what the in-tree proxy offers: it lives inside
+// the apiserver that restarts. The apiserver is stopped gracefully (SIGTERM), killed (SIGKILL), or
+// stopped and kept down for 60 s.
 //
 // What counts (the scenario knows what existed when):
 // - a spurious 404: a GET or update of an object that exists (the client created it, a ConfigMap
 //   seed, or a ClusterTrustBundle seed once the scenario created it after a's upgrade);
-// - an outage window: from a client's first failed request (5xx, no answer, or a spurious 404) to
-//   its next success, per resource (the longest is "time to recover");
+// - a failed request: no answer, a 5xx, a 429, a 409 (every create names a new object: a 409 means
+//   it ran before), a spurious 404, or a 404 for a create of the v1.37-only kind once a serves it;
+// - an outage (non-watch requests, per resource): from the start of a request that failed to the
+//   answer of the next that succeeded, or a successful request's own duration when longer;
 // - a 503 or no answer outside its documented window: the window is while the apiserver beside the
-//   client's server is down, plus WINDOW_GRACE_MS after it is ready again.
+//   client's server is down, plus WINDOW_GRACE_MS after it is ready again;
+// - a re-watch gap: from a watch the server ended (client-go's result channel closed) to the head
+//   of the next watch of that resource (client-go re-watches from its last resourceVersion);
+// - a request run twice: one Audit-ID (each HTTP request of the client has its own) in more than
+//   one ResponseComplete audit event of a create, update, patch or delete that ran (2xx, or 409),
+//   over both apiservers, plus creates answered 409;
+// - failed over to a peer: mvproxy_local_failover_requests_total of the client's mvproxy (every
+//   client of that node: informers and kubectl too).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,13 +35,23 @@ import { startMvproxies, type Frontend, type Member } from '../support/mvproxy';
 import { startProcess, type Proc } from '../support/processes';
 
 export type Mode = 'mvproxy' | 'direct';
+/** How an apiserver is taken down for its upgrade. */
+export type Stop = 'graceful' | 'sigkill' | 'down60';
+export const STOP_LABEL: Record<Stop, string> = { graceful: 'graceful stop (SIGTERM)', sigkill: 'SIGKILL', down60: 'stopped for 60 s' };
 
 /** After an apiserver is ready again, its mvproxy's peers see its new discovery within this (tests run --discovery-refresh-interval=2s, --peer-probe-interval=1s). */
 export const WINDOW_GRACE_MS = 3000;
+/** The writer's client-go timeout (upgrade-client): a request that failed after this long waited for it. */
+const CLIENT_TIMEOUT_MS = 5000;
+const DOWN_MS = 60_000;
 
 export interface ScenarioOptions {
   mode: Mode;
   frontend?: Frontend;
+  /** mvproxy --local-failover (default true, as mvproxy's default). */
+  localFailover?: boolean;
+  /** How kube-a and kube-b are stopped: one for both, or one each. */
+  stop?: Stop | [Stop, Stop];
   /** Both at v1.34.4, before the first upgrade. */
   steadyMs?: number;
   /** a at v1.37.2, b at v1.34.4. */
@@ -42,18 +65,34 @@ export interface ClientCounts {
   client: string;
   /** The server it talked to: "mvproxy beside kube-a" or "kube-a directly". */
   via: string;
+  /** How its own node's apiserver was stopped. */
+  stop: Stop;
   requests: number;
   byCode: Record<string, number>;
+  /** Non-watch requests that failed (see the header), per kind. */
+  failed: Record<Kind, number>;
   spurious404: number;
-  /** Informer list/watch failures (client-go retries each). */
+  /** Requests that got no answer until the client's own 5 s timeout. */
+  clientTimeouts: number;
+  /** Informer list/watch failures (client-go retries each), less a 404 for the v1.37-only kind before any apiserver serves it. */
   watchErrors: number;
-  /** kubectl get -w processes that ended and were started again. */
+  /** Informer watches the server ended. */
+  watchesEnded: number;
+  /** Longest gap from a watch the server ended to the next watch's head, same resource, ms. */
+  longestRewatchMs: number;
+  /** kubectl get -w processes that ended and were started again, less "no such resource type" before any apiserver serves it. */
   kubectlWatchRestarts: number;
-  /** Longest outage for this client, ms (time to recover). */
-  longestOutageMs: number;
+  /** Longest outage of non-watch requests, ms, per kind: ConfigMaps (every release serves them) and the v1.37-only ClusterTrustBundles. */
+  longestOutageMs: Record<Kind, number>;
   /** 503s and requests without an answer outside the documented window. */
   outsideWindow: number;
-  /** The first spurious 404s and failures while mixed, as the client logged them (ms since start): for a failure's report. */
+  /** Mutating requests run by more than one apiserver, or twice (see the header). */
+  runTwice: number;
+  /** mvproxy_local_failover_requests_total of the client's mvproxy, by reason (undefined: no mvproxy, or --local-failover=false). */
+  failedOver?: Record<string, number>;
+  /** Leader election: the Lease lost (a controller-manager exits then). */
+  leaderLost: number;
+  /** The first spurious 404s and failures, as the client logged them (s since start): for a failure's report. */
   samples: string[];
   /** ClusterTrustBundle (v1.37-only) requests while the apiservers ran mixed versions: answered 2xx / not. */
   newerOnlyWhileMixed: { ok: number; failed: number };
@@ -62,39 +101,62 @@ export interface ClientCounts {
 export interface ScenarioResult {
   mode: Mode;
   frontend?: Frontend;
+  localFailover?: boolean;
+  /** "kube-a directly", "mvproxy (node)", "mvproxy (node), --local-failover=false". */
+  label: string;
   clients: ClientCounts[];
-  /** ms since start: each apiserver's stop and ready again, the ClusterTrustBundle seeds. */
+  /** ms since start: each apiserver's stop, exit and ready again, the ClusterTrustBundle seeds. */
   timeline: { event: string; atMs: number }[];
 }
+
+const KINDS = ['configmaps', 'clustertrustbundles'] as const;
+type Kind = (typeof KINDS)[number];
 
 interface ReqLine {
   t: number;
   ev: 'req';
   verb: 'create' | 'get' | 'update';
-  res: 'configmaps' | 'clustertrustbundles';
+  res: Kind;
   obj: string;
   code: number;
   own: boolean;
+  ms: number;
+  aid: string;
+  err?: string;
 }
+type ClientLine = ReqLine | { t: number; ev: 'watch-error' | 'watch-fail'; res: string; code: number; err: string } | { t: number; ev: 'watch-open' | 'watch-end'; res: string } | { t: number; ev: 'leader'; state: 'started' | 'lost' } | { t: number; ev: 'done' };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SEEDS = 3;
+const MUTATING = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+/** The apiserver ran it: a success, or a create that met the object it made before (409). A 404 of a kind it does not serve ran nothing (the notFound route asks each peer so). */
+const ran = (code: number) => (code >= 200 && code < 400) || code === 409;
 
-/** kubectl get -w, started again whenever it ends, until stop(). */
-function kubectlWatchLoop(kubeconfig: string, server: string, args: string[]): { restarts(): number; stop(): void } {
+interface WatchExit {
+  t: number;
+  err: string;
+}
+
+/** kubectl get -w, started again 500 ms after it ends, until stop(); each end with its stderr's last line. */
+function kubectlWatchLoop(kubeconfig: string, server: string, args: string[]): { exits: WatchExit[]; stop(): void } {
   const home = mkdtempSync(join(tmpdir(), 'mvproxy-kubectl-'));
   let child: ChildProcess | undefined;
-  let starts = 0;
   let stopped = false;
+  const exits: WatchExit[] = [];
   const start = () => {
     if (stopped) return;
-    starts++;
-    child = spawn(KUBECTL, [`--kubeconfig=${kubeconfig}`, `--server=${server}`, `--cache-dir=${join(home, 'cache')}`, 'get', ...args, '-w', '-o', 'name'], { stdio: 'ignore', env: { ...process.env, HOME: home } });
-    child.once('exit', () => void setTimeout(start, 500));
+    child = spawn(KUBECTL, [`--kubeconfig=${kubeconfig}`, `--server=${server}`, `--cache-dir=${join(home, 'cache')}`, 'get', ...args, '-w', '-o', 'name'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: home } });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString('utf8')).slice(-2000)));
+    child.once('exit', () => {
+      if (stopped) return;
+      exits.push({ t: Date.now(), err: err.trim().split('\n').pop() ?? '' });
+      setTimeout(start, 500);
+    });
   };
   start();
   return {
-    restarts: () => starts - 1,
+    exits,
     stop() {
       stopped = true;
       child?.kill('SIGKILL');
@@ -103,11 +165,25 @@ function kubectlWatchLoop(kubeconfig: string, server: string, args: string[]): {
   };
 }
 
+async function failoverCounts(m: Member): Promise<Record<string, number>> {
+  const text = await fetch(`${m.metricsURL}/metrics`).then((r) => r.text(), () => '');
+  const out: Record<string, number> = {};
+  for (const [, reason, n] of text.matchAll(/^mvproxy_local_failover_requests_total\{reason="(\w+)"\} (\d+)$/gm)) out[reason!] = Number(n);
+  return out;
+}
+
+export function runLabel(o: Pick<ScenarioOptions, 'mode' | 'frontend' | 'localFailover'>): string {
+  if (o.mode === 'direct') return 'apiservers directly (in-tree)';
+  return `mvproxy (${o.frontend ?? 'node'})${o.localFailover === false ? ', --local-failover=false' : ''}`;
+}
+
 export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => undefined);
   const steadyMs = o.steadyMs ?? 5000;
   const mixedMs = o.mixedMs ?? 15_000;
   const afterMs = o.afterMs ?? 8000;
+  const stops: [Stop, Stop] = Array.isArray(o.stop) ? o.stop : [o.stop ?? 'graceful', o.stop ?? 'graceful'];
+  const failover = o.mode === 'mvproxy' ? (o.localFailover ?? true) : undefined;
   const plane: KubeControlPlane = await startControlPlane([
     { name: 'kube-a', version: OLD, releaseDefaults: true },
     { name: 'kube-b', version: OLD, releaseDefaults: true },
@@ -116,7 +192,7 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
   const clients: Proc[] = [];
   const watches: ReturnType<typeof kubectlWatchLoop>[][] = [];
   try {
-    if (o.mode === 'mvproxy') members = await startMvproxies(plane, { frontend: o.frontend ?? 'node' });
+    if (o.mode === 'mvproxy') members = await startMvproxies(plane, { frontend: o.frontend ?? 'node', extraArgs: [`--local-failover=${failover}`] });
     const admin = new KubeClient(plane.apiservers[0]!.url, plane.pki.caFile, { cert: plane.admin });
     await admin.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'upgrade' } } });
     for (let k = 0; k < SEEDS; k++) await admin.json('POST', '/api/v1/namespaces/upgrade/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `seed-cm-${k}` } } });
@@ -142,8 +218,9 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
     const down: [number, number][] = [];
     for (const [i, a] of plane.apiservers.entries()) {
       const t = Date.now();
-      mark(`${a.name}: stopping v1.34.4`);
-      await a.restart(NEW);
+      const stop = stops[i]!;
+      mark(`${a.name}: ${stop === 'sigkill' ? 'SIGKILL to' : 'SIGTERM to'} v1.34.4${stop === 'down60' ? ', v1.37.2 started 60 s later' : ''}`);
+      await a.restart(NEW, { kill: stop === 'sigkill', downMs: stop === 'down60' ? DOWN_MS : 0, exited: () => mark(`${a.name}: v1.34.4 exited`) });
       down[i] = [t, Date.now()];
       mark(`${a.name}: v1.37.2 ready`);
       if (i === 0) {
@@ -157,55 +234,78 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
     mark('stopping the clients');
     await Promise.all(clients.map((c) => c.stop(5000)));
     for (const w of watches.flat()) w.stop();
+    const failedOver = failover ? await Promise.all(members.map(failoverCounts)) : undefined;
     const seedsAt = t0 + timeline.find((e) => e.event.startsWith('ClusterTrustBundle seeds'))!.atMs;
     const bStops = down[1]![0];
     const aReady = down[0]![1];
+    // Before any apiserver serves ClusterTrustBundles (and its peers' discovery has it), a 404 for one is the truth.
+    const servedNowhere = (t: number) => t < aReady + WINDOW_GRACE_MS;
+    // Mutating requests by audit ID, over both apiservers (the restarted one's log goes on in the same file).
+    const runs = new Map<string, number>();
+    for (const a of plane.apiservers)
+      for (const e of a.audit()) if (e.stage === 'ResponseComplete' && MUTATING.has(e.verb) && ran(e.responseStatus?.code ?? 0)) runs.set(e.auditID, (runs.get(e.auditID) ?? 0) + 1);
 
     const counts: ClientCounts[] = clients.map((c, i) => {
-      const lines = c.log().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ReqLine | { t: number; ev: 'watch-error' | 'done' });
+      const lines = c.log().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ClientLine);
       const reqs = lines.filter((l): l is ReqLine => l.ev === 'req');
+      const doneAt = lines.find((l) => l.ev === 'done')?.t ?? Date.now();
       const byCode: Record<string, number> = {};
-      let spurious404 = 0;
-      let outsideWindow = 0;
       const [dStart, dEnd] = down[i]!;
       const inWindow = (t: number) => t >= dStart && t <= dEnd + WINDOW_GRACE_MS;
       const exists = (r: ReqLine) => r.verb !== 'create' && (r.own || r.obj.startsWith('seed-cm-') || (r.obj.startsWith('seed-ctb-') && r.t > seedsAt));
-      // Before any apiserver serves ClusterTrustBundles, their 404 is the truth, not an outage.
-      const expected404 = (r: ReqLine) => r.code === 404 && r.res === 'clustertrustbundles' && r.t < aReady && !exists(r);
-      const failed = (r: ReqLine) => r.code === 0 || r.code >= 500 || (r.code === 404 && exists(r)) || (r.code === 404 && r.res === 'clustertrustbundles' && !expected404(r) && r.verb === 'create');
-      let longest = 0;
-      for (const res of ['configmaps', 'clustertrustbundles'] as const) {
+      const spurious = (r: ReqLine) => r.code === 404 && exists(r);
+      const failed = (r: ReqLine) => r.code === 0 || r.code >= 500 || r.code === 429 || r.code === 409 || spurious(r) || (r.code === 404 && r.res === 'clustertrustbundles' && r.verb === 'create' && !servedNowhere(r.t));
+      const longest: Record<Kind, number> = { configmaps: 0, clustertrustbundles: 0 };
+      for (const res of KINDS) {
         let since: number | undefined;
         for (const r of reqs.filter((x) => x.res === res)) {
-          if (failed(r)) since ??= r.t;
-          else if (r.code >= 200 && r.code < 300 && since !== undefined) {
-            longest = Math.max(longest, r.t - since);
+          if (failed(r)) since ??= r.t - r.ms;
+          else {
+            longest[res] = Math.max(longest[res], r.t - (since ?? r.t - r.ms));
             since = undefined;
           }
         }
+        if (since !== undefined) longest[res] = Math.max(longest[res], doneAt - since);
       }
       for (const r of reqs) {
-        byCode[r.code === 0 ? 'no answer' : String(r.code)] = (byCode[r.code === 0 ? 'no answer' : String(r.code)] ?? 0) + 1;
-        if (r.code === 404 && exists(r)) spurious404++;
-        if ((r.code === 503 || r.code === 0) && !inWindow(r.t)) outsideWindow++;
+        const k = r.code === 0 ? 'no answer' : String(r.code);
+        byCode[k] = (byCode[k] ?? 0) + 1;
       }
+      // Re-watch gaps: each watch the server ended, to the next watch head of that resource.
+      let longestRewatch = 0;
+      const ends = lines.filter((l) => l.ev === 'watch-end');
+      for (const e of ends) {
+        const next = lines.find((l) => l.ev === 'watch-open' && l.res === (e as { res: string }).res && l.t >= e.t);
+        longestRewatch = Math.max(longestRewatch, (next?.t ?? doneAt) - e.t);
+      }
+      // This client's audit IDs: "c0-w17.42" (the writer's request c0-w17, HTTP request 42), "c0.43" (leader election, informers).
+      const ranTwice = [...runs].filter(([id, n]) => n > 1 && (id.startsWith(`c${i}-`) || id.startsWith(`c${i}.`))).map(([id]) => id.replace(/\.\d+$/, ''));
+      const conflicts = reqs.filter((r) => r.verb === 'create' && r.code === 409 && !ranTwice.includes(r.aid)).length;
       const mixed = reqs.filter((r) => r.res === 'clustertrustbundles' && r.t > seedsAt && r.t < bStops);
-      const samples = reqs.filter((r) => (r.code === 404 && exists(r)) || ((r.code === 503 || r.code === 0) && !inWindow(r.t)) || (mixed.includes(r) && (r.code < 200 || r.code >= 300))).slice(0, 8).map((r) => `${((r.t - t0) / 1000).toFixed(2)} s ${r.verb} ${r.res}/${r.obj} ${r.code}${r.own ? ' (own)' : ''}`);
+      const samples = reqs.filter((r) => failed(r) || (mixed.includes(r) && (r.code < 200 || r.code >= 300))).slice(0, 8).map((r) => `${((r.t - t0) / 1000).toFixed(2)} s ${r.verb} ${r.res}/${r.obj} ${r.code}${r.own ? ' (own)' : ''} ${r.ms} ms${r.err ? ` ${r.err}` : ''}`);
       return {
-        samples,
         client: `c${i}`,
-        newerOnlyWhileMixed: { ok: mixed.filter((r) => r.code >= 200 && r.code < 300).length, failed: mixed.filter((r) => r.code < 200 || r.code >= 300).length },
         via: via[i]!,
+        stop: stops[i]!,
         requests: reqs.length,
         byCode,
-        spurious404,
-        watchErrors: lines.filter((l) => l.ev === 'watch-error').length,
-        kubectlWatchRestarts: watches[i]!.reduce((s, w) => s + w.restarts(), 0),
+        failed: { configmaps: reqs.filter((r) => r.res === 'configmaps' && failed(r)).length, clustertrustbundles: reqs.filter((r) => r.res === 'clustertrustbundles' && failed(r)).length },
+        spurious404: reqs.filter(spurious).length,
+        clientTimeouts: reqs.filter((r) => r.code === 0 && (r.ms >= CLIENT_TIMEOUT_MS - 100 || /Timeout|deadline/.test(r.err ?? ''))).length,
+        watchErrors: lines.filter((l) => l.ev === 'watch-error' && !(l.res === 'clustertrustbundles' && l.code === 404 && servedNowhere(l.t))).length,
+        watchesEnded: ends.length,
+        longestRewatchMs: longestRewatch,
+        kubectlWatchRestarts: watches[i]!.reduce((s, w) => s + w.exits.filter((x) => !(/doesn't have a resource type/.test(x.err) && servedNowhere(x.t))).length, 0),
         longestOutageMs: longest,
-        outsideWindow,
+        outsideWindow: reqs.filter((r) => (r.code === 503 || r.code === 0) && !inWindow(r.t)).length,
+        runTwice: ranTwice.length + conflicts,
+        ...(failedOver ? { failedOver: failedOver[i]! } : {}),
+        leaderLost: lines.filter((l) => l.ev === 'leader' && l.state === 'lost').length,
+        samples,
+        newerOnlyWhileMixed: { ok: mixed.filter((r) => r.code >= 200 && r.code < 300).length, failed: mixed.filter((r) => r.code < 200 || r.code >= 300).length },
       };
     });
-    return { mode: o.mode, ...(o.mode === 'mvproxy' ? { frontend: o.frontend ?? 'node' } : {}), clients: counts, timeline };
+    return { mode: o.mode, ...(o.mode === 'mvproxy' ? { frontend: o.frontend ?? 'node', localFailover: failover } : {}), label: runLabel(o), clients: counts, timeline };
   } finally {
     for (const w of watches.flat()) w.stop();
     await Promise.all(clients.map((c) => c.stop(2000)));
@@ -214,13 +314,29 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
   }
 }
 
-/** The side-by-side table: one row per client and mode. */
+const sec = (ms: number) => (ms / 1000).toFixed(1);
+
+/** The side-by-side table: one row per run and client (node). */
 export function upgradeTable(results: ScenarioResult[]): string {
-  const codes = [...new Set(results.flatMap((r) => r.clients.flatMap((c) => Object.keys(c.byCode))))].sort();
   const L = [
-    `| clients through | client | requests | ${codes.map((c) => `${c}`).join(' | ')} | spurious 404s | v1.37-only kind while mixed: ok / failed | informer watch errors | kubectl watch restarts | longest outage s | 503/no answer outside window |`,
-    `|---|---|---:|${codes.map(() => '---:').join('|')}|---:|---:|---:|---:|---:|---:|`,
+    '| apiserver stop | clients through | client (node) | requests | failed: ConfigMaps / v1.37-only kind | longest outage s: ConfigMaps / v1.37-only kind | waited for the 5 s timeout | informer watch errors | watches ended | longest re-watch gap s | kubectl get -w restarts | failed over to a peer | leader lost | spurious 404s | 503/no answer outside window | run twice | v1.37-only kind while mixed: ok / failed |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const r of results) for (const c of r.clients) L.push(`| ${c.via} | ${c.client} | ${c.requests} | ${codes.map((k) => c.byCode[k] ?? 0).join(' | ')} | **${c.spurious404}** | ${c.newerOnlyWhileMixed.ok} / ${c.newerOnlyWhileMixed.failed} | ${c.watchErrors} | ${c.kubectlWatchRestarts} | ${(c.longestOutageMs / 1000).toFixed(1)} | ${c.outsideWindow} |`);
+  for (const r of results)
+    for (const c of r.clients) {
+      const fo = c.failedOver === undefined ? '–' : String(Object.values(c.failedOver).reduce((s, n) => s + n, 0));
+      L.push(`| ${STOP_LABEL[c.stop]} | ${r.label} | ${c.client} (${c.via.replace(/^mvproxy beside |(?: directly)$/g, '')}) | ${c.requests} | ${c.failed.configmaps} / ${c.failed.clustertrustbundles} | **${sec(c.longestOutageMs.configmaps)}** / ${sec(c.longestOutageMs.clustertrustbundles)} | ${c.clientTimeouts} | ${c.watchErrors} | ${c.watchesEnded} | ${sec(c.longestRewatchMs)} | ${c.kubectlWatchRestarts} | ${fo} | ${c.leaderLost} | ${c.spurious404} | ${c.outsideWindow} | ${c.runTwice} | ${c.newerOnlyWhileMixed.ok} / ${c.newerOnlyWhileMixed.failed} |`);
+    }
+  return L.join('\n');
+}
+
+/** The table, the clients' first failures and each run's timeline: what a failed assertion prints. */
+export function upgradeReport(results: ScenarioResult[]): string {
+  const L = [upgradeTable(results)];
+  for (const r of results) {
+    L.push(`${r.label}:`);
+    for (const c of r.clients) L.push(`  ${c.via}: codes ${JSON.stringify(c.byCode)}${c.failedOver ? ` failed over ${JSON.stringify(c.failedOver)}` : ''}; ${c.samples.join('; ')}`);
+    for (const e of r.timeline) L.push(`  ${(e.atMs / 1000).toFixed(2)} s ${e.event}`);
+  }
   return L.join('\n');
 }

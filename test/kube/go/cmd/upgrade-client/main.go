@@ -1,15 +1,25 @@
-// upgrade-client is the controller of the rolling-upgrade scenario (test/kube/upgrade/scenario.ts):
-// client-go informers on a resource every release serves (ConfigMaps) and one only the newer
-// release serves (certificates.k8s.io/v1 ClusterTrustBundles, GA after v1.34), plus a writer that
-// creates, reads and updates objects of both, through one server (an mvproxy, or an apiserver
-// directly). It judges nothing: it prints one JSON line per request and per watch error, and the
-// scenario counts them against what it knows existed when.
+// upgrade-client is the controller of the rolling-upgrade scenario (test/kube/upgrade/scenario.ts),
+// shaped like kube-controller-manager on a control-plane node (it talks to its own node's server):
+// leader election on a Lease as the controller-manager runs it (15 s lease, 10 s renew deadline, 2 s
+// retry, requests bounded by half the renew deadline: resourcelock.NewFromKubeconfig), client-go
+// informers on a resource every release serves (ConfigMaps) and one only the newer release serves
+// (certificates.k8s.io/v1 ClusterTrustBundles, GA after v1.34), plus a writer that creates, reads
+// and updates objects of both, through one server (an mvproxy, or an apiserver directly). It judges
+// nothing: it prints one JSON line per request, per watch opened, ended or failed, per informer
+// error and per leadership change, and the scenario counts them against what it knows existed when.
 //
-//	{"t":<unix ms>,"ev":"req","verb":"create|get|update","res":"configmaps","obj":"...","code":200,"own":true}
-//	{"t":<unix ms>,"ev":"watch-error","res":"clustertrustbundles","code":404,"err":"..."}
+//	{"t":<unix ms>,"ev":"req","verb":"create|get|update","res":"configmaps","obj":"...","code":200,"own":true,"ms":12,"aid":"c0-w17"}
+//	{"t":<unix ms>,"ev":"watch-open","res":"configmaps","ms":3}      a watch's response head arrived
+//	{"t":<unix ms>,"ev":"watch-end","res":"configmaps"}              the server ended it (client-go re-watches)
+//	{"t":<unix ms>,"ev":"watch-fail","res":"configmaps","code":0,"err":"..."}
+//	{"t":<unix ms>,"ev":"watch-error","res":"clustertrustbundles","code":404,"err":"..."}   the informer's error handler
+//	{"t":<unix ms>,"ev":"leader","state":"started|lost"}
 //
 // "own": the object was created by this client earlier (so it exists). code 0: no HTTP answer
-// (connection refused, timeout). It stops on SIGTERM or after -duration.
+// (connection refused, the client's timeout). Every HTTP request carries an Audit-ID of its own
+// ("aid", then "." and a per-process sequence number): kube-apiserver records it as the audit ID,
+// so the scenario finds a request that ran twice in the audit logs. It stops on SIGTERM or after
+// -duration.
 package main
 
 import (
@@ -19,22 +29,28 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 var (
@@ -68,6 +84,54 @@ type kind struct {
 	object    func(name string) *unstructured.Unstructured
 }
 
+type auditKey struct{}
+
+// auditIDs gives every HTTP request (each of client-go's own retries too) an Audit-ID of its own:
+// the writer's name for the request from the context, else the client's name, then a sequence number.
+type auditIDs struct {
+	name string
+	seq  *atomic.Int64
+	rt   http.RoundTripper
+}
+
+func (a *auditIDs) RoundTrip(req *http.Request) (*http.Response, error) {
+	base, _ := req.Context().Value(auditKey{}).(string)
+	if base == "" {
+		base = a.name
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("Audit-ID", fmt.Sprintf("%s.%d", base, a.seq.Add(1)))
+	return a.rt.RoundTrip(req)
+}
+
+// loggedWatch reports when the server ends a watch (its result channel closes) while the client
+// still runs: the scenario measures the gap to the next watch-open of the same resource.
+type loggedWatch struct {
+	watch.Interface
+	out chan watch.Event
+}
+
+func (w *loggedWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func logWatch(ctx context.Context, res string, w watch.Interface) watch.Interface {
+	lw := &loggedWatch{Interface: w, out: make(chan watch.Event)}
+	go func() {
+		defer close(lw.out)
+		for ev := range w.ResultChan() {
+			select {
+			case lw.out <- ev:
+			case <-ctx.Done():
+				w.Stop()
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			emit(map[string]any{"ev": "watch-end", "res": res})
+		}
+	}()
+	return lw
+}
+
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig")
 	server := flag.String("server", "", "overrides the kubeconfig's server")
@@ -86,11 +150,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	var seq atomic.Int64
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &auditIDs{name: *name, seq: &seq, rt: rt} })
 	// A controller's settings, except the client-side rate limit (the scenario measures the server
-	// side) and a request timeout that turns a dead server into an error line within seconds.
+	// side). The informers run without a whole-request timeout, as a controller-manager's do (an
+	// http.Client timeout would cut every watch); the writer's requests give up after 5 s, so a
+	// dead server is an error line within seconds.
 	cfg.QPS, cfg.Burst = 1000, 1000
-	cfg.Timeout = 5 * time.Second
-	client := dynamic.NewForConfigOrDie(cfg)
+	informerClient := dynamic.NewForConfigOrDie(cfg)
+	writerCfg := rest.CopyConfig(cfg)
+	writerCfg.Timeout = 5 * time.Second
+	client := dynamic.NewForConfigOrDie(writerCfg)
 	bundle, err := os.ReadFile(*caFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -115,11 +185,61 @@ func main() {
 		cancel()
 	}()
 
-	// Informers, as a controller runs them; every failed list or watch is a line.
+	// Leader election as kube-controller-manager runs it (its defaults; the lock's client bounded by
+	// half the renew deadline). A lost lease ends a controller-manager (the kubelet starts it again):
+	// here it is a line, and the election starts over. One Lease per client, so each one leads.
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, "kube-system", "upgrade-"+*name, resourcelock.ResourceLockConfig{Identity: *name}, cfg, 10*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	go func() {
+		for ctx.Err() == nil {
+			leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+				Lock:          lock,
+				LeaseDuration: 15 * time.Second,
+				RenewDeadline: 10 * time.Second,
+				RetryPeriod:   2 * time.Second,
+				Name:          "upgrade-" + *name,
+				Callbacks: leaderelection.LeaderCallbacks{
+					OnStartedLeading: func(context.Context) { emit(map[string]any{"ev": "leader", "state": "started"}) },
+					OnStoppedLeading: func() {
+						if ctx.Err() == nil {
+							emit(map[string]any{"ev": "leader", "state": "lost"})
+						}
+					},
+				},
+			})
+		}
+	}()
+
+	// Informers, as a controller runs them (dynamicinformer's list/watch, each watch reported); every
+	// failed list or watch is a line.
 	for _, k := range kinds {
-		factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, k.namespace, nil)
-		inf := factory.ForResource(k.gvr).Informer()
+		ri := informerClient.Resource(k.gvr)
+		var r dynamic.ResourceInterface = ri
+		if k.namespace != "" {
+			r = ri.Namespace(k.namespace)
+		}
 		res := k.short
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return r.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				start := time.Now()
+				w, err := r.Watch(ctx, o)
+				if err != nil {
+					if ctx.Err() == nil {
+						emit(map[string]any{"ev": "watch-fail", "res": res, "code": code(err), "err": firstLine(err)})
+					}
+					return nil, err
+				}
+				emit(map[string]any{"ev": "watch-open", "res": res, "ms": time.Since(start).Milliseconds()})
+				return logWatch(ctx, res, w), nil
+			},
+		}
+		inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, informerClient), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			emit(map[string]any{"ev": "watch-error", "res": res, "code": code(err), "err": firstLine(err)})
 		})
@@ -130,6 +250,22 @@ func main() {
 	// and update one of its own.
 	own := map[string][]string{}
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	var round int
+	send := func(verb string, res string, obj string, isOwn bool, do func(context.Context) error) error {
+		round++
+		aid := fmt.Sprintf("%s-w%d", *name, round)
+		start := time.Now()
+		err := do(context.WithValue(ctx, auditKey{}, aid))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line := map[string]any{"ev": "req", "verb": verb, "res": res, "obj": obj, "code": code(err), "own": isOwn, "ms": time.Since(start).Milliseconds(), "aid": aid}
+		if code(err) == 0 {
+			line["err"] = firstLine(err)
+		}
+		emit(line)
+		return err
+	}
 	for i := 0; ctx.Err() == nil; i++ {
 		for _, k := range kinds {
 			ri := client.Resource(k.gvr)
@@ -138,11 +274,13 @@ func main() {
 				r = ri.Namespace(k.namespace)
 			}
 			objName := fmt.Sprintf("%s-%d", *name, i)
-			_, err := r.Create(ctx, k.object(objName), metav1.CreateOptions{})
+			err := send("create", k.short, objName, false, func(c context.Context) error {
+				_, err := r.Create(c, k.object(objName), metav1.CreateOptions{})
+				return err
+			})
 			if ctx.Err() != nil {
 				break
 			}
-			emit(map[string]any{"ev": "req", "verb": "create", "res": k.short, "obj": objName, "code": code(err), "own": false})
 			if err == nil {
 				own[k.short] = append(own[k.short], objName)
 			}
@@ -150,18 +288,22 @@ func main() {
 			if mine := own[k.short]; len(mine) > 0 && i%2 == 0 {
 				target, isOwn = mine[rng.Intn(len(mine))], true
 			}
-			_, err = r.Get(ctx, target, metav1.GetOptions{})
+			_ = send("get", k.short, target, isOwn, func(c context.Context) error {
+				_, err := r.Get(c, target, metav1.GetOptions{})
+				return err
+			})
 			if ctx.Err() != nil {
 				break
 			}
-			emit(map[string]any{"ev": "req", "verb": "get", "res": k.short, "obj": target, "code": code(err), "own": isOwn})
 			if mine := own[k.short]; len(mine) > 0 {
 				u := mine[rng.Intn(len(mine))]
-				_, err = r.Patch(ctx, u, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, i)), metav1.PatchOptions{})
+				_ = send("update", k.short, u, true, func(c context.Context) error {
+					_, err := r.Patch(c, u, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, i)), metav1.PatchOptions{})
+					return err
+				})
 				if ctx.Err() != nil {
 					break
 				}
-				emit(map[string]any{"ev": "req", "verb": "update", "res": k.short, "obj": u, "code": code(err), "own": true})
 			}
 		}
 		select {
