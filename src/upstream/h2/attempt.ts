@@ -8,7 +8,7 @@
 // which is how kube-apiserver's HTTP/1.1 answers spell every header it sets; Go writes both
 // versions' headers in sorted key order (h2_bundle.go encodeHeaders, Header.WriteSubset), so the
 // order is the same too, but for Date, which the HTTP/1.1 server writes last (uWS replaces Date with
-// its own either way). test/kube/streams-h2.test.ts compares the two heads from a real apiserver.
+// its own either way). test/integration/watch-h2.test.ts checks the spelling a client gets.
 
 import { constants, type ClientHttp2Stream } from 'node:http2';
 import { performance } from 'node:perf_hooks';
