@@ -100,8 +100,21 @@ for (const frontend of FRONTENDS) {
     test('a WATCH through the peer route delivers events as they happen', async () => {
       const old = plane.member(OLD);
       const name = `watched-${frontend}`;
-      const res = await request(`${old.url}${NEW_ONLY}?watch=true`, { headers: AUTH, headersTimeout: 5000, bodyTimeout: 0 });
-      assert.equal(res.statusCode, 200, 'headers arrive before any event');
+      const streams = plane.member(NEW).sim.openStreams();
+      const pending = request(`${old.url}${NEW_ONLY}?watch=true`, { headers: AUTH, headersTimeout: 5000, bodyTimeout: 0 });
+      pending.catch(() => undefined);
+      // node sends a watch's head at once; uWS sends it with the first event (this build cannot send a
+      // head alone, and mvproxy adds no byte to a relayed body: issue 33), so the watch is awaited at
+      // the apiserver instead.
+      if (frontend === 'node') assert.equal((await pending).statusCode, 200, 'node: the head arrives before any event');
+      await eventually(() => plane.member(NEW).sim.openStreams() > streams, { what: 'the watch open at the new apiserver', timeoutMs: 5000 });
+      // Create through the *new* member directly: the watch on the old member sees it via the peer.
+      const c = await call(plane.member(NEW).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name } }) });
+      assert.equal(c.status, 201);
+      const d = await call(plane.member(NEW).url, `${NEW_ONLY}/${name}`, { method: 'DELETE', headers: AUTH });
+      assert.equal(d.status, 200);
+      const res = await pending;
+      assert.equal(res.statusCode, 200);
       assert.equal(res.headers['x-sim-server'], NEW);
       const seen: string[] = [];
       let buf = '';
@@ -123,11 +136,6 @@ for (const frontend of FRONTENDS) {
           }
         });
       });
-      // Create through the *new* member directly: the watch on the old member sees it via the peer.
-      const c = await call(plane.member(NEW).url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name } }) });
-      assert.equal(c.status, 201);
-      const d = await call(plane.member(NEW).url, `${NEW_ONLY}/${name}`, { method: 'DELETE', headers: AUTH });
-      assert.equal(d.status, 200);
       await done;
       res.body.destroy();
     });
@@ -187,12 +195,30 @@ for (const frontend of FRONTENDS) {
       await eventually(async () => (await call(plane.member(OLD).url, NEW_ONLY, { headers: AUTH })).status === 200, { what: 'the peer routed to again', timeoutMs: 10_000, intervalMs: 200 });
     });
 
-    test('metrics: the rerouted counter and the peer-route histogram count what happened', async () => {
-      const text = await (await request(plane.member(OLD).metricsUrl)).body.text();
-      assert.match(text, /apiserver_rerouted_request_total\{code="201",group="scheduling.k8s.io",version="v1beta1",resource="workloads"\} [1-9]/);
-      assert.match(text, /apiserver_rerouted_request_total\{code="503",group="scheduling.k8s.io",version="v1beta1",resource="workloads"\} [1-9]/);
-      assert.match(text, /mvproxy_request_duration_seconds_count\{route="peer",verb="get",code="2xx"\} [1-9]/);
-      assert.match(text, /mvproxy_request_duration_seconds_count\{route="local",verb="list",code="2xx"\} [1-9]/);
+    test('metrics: the rerouted counter and the histograms count what this test does (its own requests, as TestPeerProxy resets per case)', async () => {
+      const GVR = 'group="scheduling.k8s.io",version="v1beta1",resource="workloads"';
+      const sample = async (series: string) => {
+        const text = await (await request(plane.member(OLD).metricsUrl)).body.text();
+        const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+        return line ? Number(line.slice(series.length + 1)) : 0;
+      };
+      const series = [`apiserver_rerouted_request_total{code="201",${GVR}}`, `apiserver_rerouted_request_total{code="503",${GVR}}`, 'mvproxy_request_duration_seconds_count{route="peer",verb="get",code="2xx"}', 'mvproxy_request_duration_seconds_count{route="local",verb="list",code="2xx"}'];
+      const before = await Promise.all(series.map(sample));
+      const old = plane.member(OLD);
+      const name = `metrics-${Date.now()}`;
+      const created = await call(old.url, NEW_ONLY, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name }, spec: {} }) });
+      assert.equal(created.status, 201, created.text);
+      assert.equal((await call(old.url, `${NEW_ONLY}/${name}`, { headers: AUTH })).status, 200);
+      assert.equal((await call(old.url, '/api/v1/namespaces/default/configmaps', { headers: AUTH })).status, 200);
+      await plane.stopProxy(NEW);
+      try {
+        assert.equal((await call(old.url, NEW_ONLY, { headers: AUTH })).status, 503);
+      } finally {
+        await plane.startProxy(NEW);
+      }
+      const after = await Promise.all(series.map(sample));
+      assert.deepEqual(after.map((a, i) => a - before[i]!), [1, 1, 1, 1], series.join(', '));
+      await eventually(async () => (await call(old.url, NEW_ONLY, { headers: AUTH })).status === 200, { what: 'the peer routed to again', timeoutMs: 10_000, intervalMs: 200 });
     });
   });
 }
