@@ -1,12 +1,13 @@
 // npm run upgrade-scenario: the rolling upgrade (test/kube/upgrade/scenario.ts) once per way of
-// stopping the apiservers (graceful, SIGKILL, down for 60 s) and per way the clients reach them:
+// stopping the apiservers (graceful; graceful with a shutdown delay and retry-after; SIGKILL; down
+// for 60 s) and per way the clients reach them:
 // straight to the apiservers (what the in-tree proxy offers: it lives inside the apiserver that
 // restarts), through mvproxy with --local-failover=false (mvproxy before issue 30), and through
 // mvproxy as shipped on both front ends. Prints each run as it goes, then the side-by-side table,
-// and as its last line one JSON object with every run. A full run (no arguments, ~25 min) writes
+// and as its last line one JSON object with every run. A full run (no arguments, ~30 min) writes
 // the table to docs/upgrade-scenario.md.
 //
-//   --stops=graceful,sigkill,down60   which stops (default all)
+//   --stops=graceful,delayed,sigkill,down60   which stops (default all)
 //   --runs=direct,off,node,uws        which runs (default all; off = mvproxy node --local-failover=false)
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ const RUNS: Record<string, Pick<ScenarioOptions, 'mode' | 'frontend' | 'localFai
   node: { mode: 'mvproxy', frontend: 'node' },
   uws: { mode: 'mvproxy', frontend: 'uws' },
 };
-const STOPS: Stop[] = ['graceful', 'sigkill', 'down60'];
+const STOPS: Stop[] = ['graceful', 'delayed', 'sigkill', 'down60'];
 
 function arg(name: string, all: string[]): string[] {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -29,7 +30,7 @@ function arg(name: string, all: string[]): string[] {
   return v;
 }
 
-const EXPLAINED = `Each client is kube-controller-manager-like (\`test/kube/go/cmd/upgrade-client\`: leader election on a Lease with the controller-manager's 15 s / 10 s / 2 s and 5 s requests, informers on both kinds, a writer that creates, reads and updates with client-go's 5 s timeout) and runs on one node with two \`kubectl get -w\` (${KUBECTL.split('/').pop()}), all talking to that node's server. Per client:
+const EXPLAINED = `Each client is kube-controller-manager-like (\`test/kube/go/cmd/upgrade-client\`: leader election on a Lease with the controller-manager's 15 s / 10 s / 2 s and 5 s requests, informers on both kinds, a writer that creates, reads and updates with client-go's 5 s timeout) and runs on one node with two \`kubectl get -w\` (${KUBECTL.split('/').pop()}), all talking to that node's server. The apiserver stop: *graceful*, SIGTERM with kube-apiserver's shutdown flags at their defaults, as kubeadm leaves them; *shutdown delay 5 s + retry-after*, SIGTERM to an apiserver run with \`--shutdown-delay-duration=5s --shutdown-send-retry-after=true\`; a stop still running after 20 s is ended with SIGKILL, as a kubelet ends a static pod after its grace period; *SIGKILL*, then the new release started at once; *stopped for 60 s*, SIGTERM and the new release started 60 s after. Per client:
 - *failed* (per kind, as the outage): no answer, 5xx, 429, 409, a 404 for an object that existed, or for a create of the v1.37-only kind once an apiserver serves it;
 - *longest outage*: non-watch requests, per kind (ConfigMaps, which every release serves; ClusterTrustBundles, which only v1.37.2 serves, so only kube-a serves them while kube-b is old), from the start of a request that failed to the answer of the next that succeeded (or a successful request's own duration, when longer);
 - *waited for the 5 s timeout*: requests that got no answer until client-go gave up;

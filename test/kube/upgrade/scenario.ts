@@ -35,9 +35,16 @@ import { startMvproxies, type Frontend, type Member } from '../support/mvproxy';
 import { startProcess, type Proc } from '../support/processes';
 
 export type Mode = 'mvproxy' | 'direct';
-/** How an apiserver is taken down for its upgrade. */
-export type Stop = 'graceful' | 'sigkill' | 'down60';
-export const STOP_LABEL: Record<Stop, string> = { graceful: 'graceful stop (SIGTERM)', sigkill: 'SIGKILL', down60: 'stopped for 60 s' };
+/**
+ * How an apiserver is taken down for its upgrade: SIGTERM with kube-apiserver's shutdown flags at
+ * their defaults (as kubeadm leaves them), SIGTERM with DELAYED_SHUTDOWN, SIGKILL, or SIGTERM and
+ * the new release started 60 s later. A stop still running after 20 s is ended with SIGKILL (a
+ * kubelet ends a static pod after its grace period).
+ */
+export type Stop = 'graceful' | 'delayed' | 'sigkill' | 'down60';
+export const STOP_LABEL: Record<Stop, string> = { graceful: 'graceful stop (SIGTERM)', delayed: 'SIGTERM, shutdown delay 5 s + retry-after', sigkill: 'SIGKILL', down60: 'stopped for 60 s' };
+/** kube-apiserver keeps serving 5 s after SIGTERM with /readyz failing, then answers 429 "shutting down" while it drains instead of closing its listener. */
+const DELAYED_SHUTDOWN = ['--shutdown-delay-duration=5s', '--shutdown-send-retry-after=true'];
 
 /** After an apiserver is ready again, its mvproxy's peers see its new discovery within this (tests run --discovery-refresh-interval=2s, --peer-probe-interval=1s). */
 export const WINDOW_GRACE_MS = 3000;
@@ -184,10 +191,9 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
   const afterMs = o.afterMs ?? 8000;
   const stops: [Stop, Stop] = Array.isArray(o.stop) ? o.stop : [o.stop ?? 'graceful', o.stop ?? 'graceful'];
   const failover = o.mode === 'mvproxy' ? (o.localFailover ?? true) : undefined;
-  const plane: KubeControlPlane = await startControlPlane([
-    { name: 'kube-a', version: OLD, releaseDefaults: true },
-    { name: 'kube-b', version: OLD, releaseDefaults: true },
-  ]);
+  const plane: KubeControlPlane = await startControlPlane(
+    ['kube-a', 'kube-b'].map((name, i) => ({ name, version: OLD, releaseDefaults: true, ...(stops[i] === 'delayed' ? { args: DELAYED_SHUTDOWN } : {}) })),
+  );
   let members: Member[] = [];
   const clients: Proc[] = [];
   const watches: ReturnType<typeof kubectlWatchLoop>[][] = [];
