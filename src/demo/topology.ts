@@ -46,6 +46,8 @@ export interface PlaneOptions {
   storeHistoryLimit?: number;
   /** Requests each simulated apiserver records for tests (default 10,000; 0: none). */
   simRecordLimit?: number;
+  /** Each simulated apiserver keeps the body bytes of its watches (SimApiserver.streamBodies), for tests. */
+  simRecordStreams?: boolean;
 }
 
 export interface Plane {
@@ -76,7 +78,7 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
 
   const mode = o.peerDiscovery ?? 'static';
   const startMember = async (spec: MemberSpec, i: number): Promise<Member> => {
-    const sim = await startSimApiserver({ name: spec.name, kubernetesVersion: spec.kubernetesVersion, runtimeConfig: spec.runtimeConfig, store, recordLimit: o.simRecordLimit });
+    const sim = await startSimApiserver({ name: spec.name, kubernetesVersion: spec.kubernetesVersion, runtimeConfig: spec.runtimeConfig, store, recordLimit: o.simRecordLimit, recordStreams: o.simRecordStreams });
     const certs = await pki.node(spec.name);
     const config: DaemonConfig = {
       ...DEFAULTS,
@@ -139,7 +141,7 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
       const port = m.sim.port;
       await m.sim.close();
       Object.assign(m.spec, spec);
-      m.sim = await startSimApiserver({ name, kubernetesVersion: m.spec.kubernetesVersion, runtimeConfig: m.spec.runtimeConfig, store, port, recordLimit: o.simRecordLimit });
+      m.sim = await startSimApiserver({ name, kubernetesVersion: m.spec.kubernetesVersion, runtimeConfig: m.spec.runtimeConfig, store, port, recordLimit: o.simRecordLimit, recordStreams: o.simRecordStreams });
     },
     async stopProxy(name) {
       await byName(name).daemon.close();

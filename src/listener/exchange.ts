@@ -46,8 +46,10 @@ export interface RawResponseHead {
  */
 export interface ClientResponse {
   /**
-   * Status and headers. `flushNow` asks for them to reach the client before any body byte
-   * (a watch with no event yet must still see its 200 at once, as kube-apiserver sends it).
+   * Status and headers. `flushNow` asks for them to reach the client before any body byte (a watch
+   * with no event yet sees its 200 at once, as kube-apiserver sends it) where the front end can
+   * send a head alone (node); uWS cannot, and sends it with the first body bytes. No front end
+   * ever adds a byte to a body to get a head out (issue 33).
    */
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void;
   /**

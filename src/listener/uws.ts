@@ -6,8 +6,14 @@
 // - onAborted is registered before any async work; onData chunks are copied (uWS neuters them);
 // - writes outside the handler are corked, and status + headers go out with the first body chunk
 //   (one syscall; +10–12 % GET throughput measured in a prototype, docs/dependencies.md §5);
-// - uWS holds status and headers until the first body byte, so a JSON watch with no event yet gets
-//   one space (JSON decoders skip whitespace between values) to make its 200 reach the client now.
+// - a relayed body is never altered (no byte added, none dropped). This uWS build completes a
+//   response head only with the first body byte (write('') returns before the head's final CRLF;
+//   there is no flush), so a long-running response goes out with its first body bytes: a gzip
+//   watch-list at once (its initial events and bookmark follow the head at once), an
+//   identity-encoded watch with no event yet when its first event or bookmark comes (README,
+//   Limitations). It used to get one space (a JSON filler) to push its 200 out now: that byte
+//   corrupted every gzip-encoded watch (issue 33: kube-apiserver 1.37 gzips watch-lists for Go
+//   clients, which send Accept-Encoding: gzip by default).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
@@ -48,8 +54,6 @@ function statusLine(code: number): string {
   }
   return s;
 }
-
-const WATCH_KEEPALIVE_BYTE = Buffer.from(' ');
 
 export class UwsResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
@@ -100,20 +104,14 @@ export class UwsResponse implements ClientResponse {
     return !this.aborted && !this.done;
   }
 
-  writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
+  /**
+   * `flushNow` cannot be honoured here: this build sends a head only with a body byte, and mvproxy
+   * adds none to a body it relays (see the top of this file). The head goes out with the first chunk.
+   */
+  writeHead(status: number, head: ResponseHead, _flushNow: boolean): void {
     this.status = status;
     this.head = head;
     this.length = head.contentLength;
-    if (flushNow && head.contentLength < 0 && !this.aborted) {
-      if (head.contentType.startsWith('application/json')) {
-        this.res.cork(() => {
-          this.writeHeadNow();
-          this.res.write(WATCH_KEEPALIVE_BYTE);
-        });
-      }
-      // Other long-running media types (protobuf watch, log text) cannot take a filler byte; their
-      // headers go out with the first chunk. Documented limitation of this uWS build.
-    }
   }
 
   private writeHeadNow(): void {

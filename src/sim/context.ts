@@ -40,6 +40,10 @@ export interface SimState {
   readonly strictNamespaces: boolean;
   readonly streams: Set<StreamStopper>;
   closing: boolean;
+  /** Gzip watch-list streams asked with Accept-Encoding: gzip, as kube-apiserver 1.37 does (WatchListCompression, sim/watch.ts). */
+  readonly watchListCompression: boolean;
+  /** The body bytes of each watch as written, by the request's Audit-Id (SimApiserverOptions.recordStreams), or null. */
+  readonly streamBodies: Map<string, Buffer[]> | null;
 }
 
 export interface Ctx {
@@ -84,9 +88,9 @@ export function sendError(ctx: Ctx, err: ApiError): void {
   send(ctx, err.code, 'application/json', err.body());
 }
 
-/** Starts a streamed (chunked) response. */
-export function startStream(ctx: Ctx, contentType: string): void {
-  const h = ctx.baseHeaders.concat('Content-Type', contentType, 'Cache-Control', NO_CACHE);
+/** Starts a streamed (chunked) response; `extra`: more header lines (flat [name, value, …]). */
+export function startStream(ctx: Ctx, contentType: string, extra: readonly string[] = []): void {
+  const h = ctx.baseHeaders.concat('Content-Type', contentType, 'Cache-Control', NO_CACHE, ...extra);
   ctx.res.writeHead(200, h);
   ctx.res.flushHeaders();
 }

@@ -37,6 +37,14 @@ export interface SimApiserverOptions {
   strictNamespaces?: boolean;
   /** Cap of `requests` (default 10,000; the oldest are dropped). 0 disables recording. */
   recordLimit?: number;
+  /**
+   * Gzip a watch-list (sendInitialEvents=true&allowWatchBookmarks=true) whose request sends
+   * Accept-Encoding: gzip, as kube-apiserver does with WatchListCompression (beta, on by default
+   * from 1.37; Go clients send that header by default). Default: on for v1.37, off for v1.33.
+   */
+  watchListCompression?: boolean;
+  /** Keep the body bytes of each watch as written (`streamBodies`, by Audit-Id; the last 64). Default false. */
+  recordStreams?: boolean;
 }
 
 export interface SimApiserver {
@@ -48,10 +56,16 @@ export interface SimApiserver {
   readonly store: ObjectStore;
   /** Requests as received (bounded; oldest dropped). Clear with `requests.length = 0`. */
   readonly requests: RecordedRequest[];
+  /** With recordStreams: the body bytes each watch wrote, as written, by the request's Audit-Id. */
+  readonly streamBodies: ReadonlyMap<string, readonly Buffer[]>;
   /** Quoted ETags of the aggregated /api and /apis documents. */
   readonly etags: { readonly api: string; readonly apis: string };
   /** 'group/version/resource' keys of every served resource; core as '/v1/<resource>'. */
   served(): Set<string>;
+  /** TCP connections open to this server now (upgraded ones included). */
+  openConnections(): number;
+  /** Watches and followed logs being served now. */
+  openStreams(): number;
   close(): Promise<void>;
 }
 
@@ -94,6 +108,8 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
     strictNamespaces: o.strictNamespaces === true,
     streams: new Set(),
     closing: false,
+    watchListCompression: o.watchListCompression ?? o.kubernetesVersion === 'v1.37',
+    streamBodies: o.recordStreams === true ? new Map() : null,
   };
   const nameHeader = headerSafe(o.name);
 
@@ -198,6 +214,11 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
     socket.on('error', () => socket.destroy());
     socket.end(head + body);
   });
+  let connections = 0;
+  server.on('connection', (socket: Duplex) => {
+    connections++;
+    socket.once('close', () => connections--);
+  });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
@@ -231,8 +252,11 @@ export async function startSimApiserver(o: SimApiserverOptions): Promise<SimApis
     kubernetesVersion: o.kubernetesVersion,
     store,
     requests,
+    streamBodies: sim.streamBodies ?? new Map(),
     etags: { api: sim.docs.apiV2.etag, apis: sim.docs.apisV2.etag },
     served: () => servedKeys(catalog),
+    openConnections: () => connections,
+    openStreams: () => sim.streams.size,
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
         sim.closing = true;

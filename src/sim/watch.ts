@@ -1,7 +1,8 @@
 // Streaming responses: watch (chunked application/json lines of {"type","object"}) and pods/log
 // (text lines, with ?follow=true a line every 200 ms until the client goes away).
+import { gzipSync } from 'node:zlib';
 import type { ResourceInfo, ResourceRequest } from './catalog';
-import { startStream, type Ctx } from './context';
+import { header, startStream, type Ctx } from './context';
 import type { ResourceChoice } from './negotiate';
 import { renderObject, type IncludeObject } from './render';
 import type { Matcher } from './selectors';
@@ -26,6 +27,30 @@ export interface WatchOptions {
 const MAX_BUFFERED = 32 * 1024 * 1024;
 /** Watches without timeoutSeconds end after this long, like the server's --min-request-timeout. */
 const DEFAULT_WATCH_TIMEOUT_S = 1800;
+/** Watch bodies kept when the sim records streams (SimApiserverOptions.recordStreams). */
+const RECORDED_STREAMS_MAX = 64;
+
+/**
+ * Whether a request's Accept-Encoding asks for gzip, as kube-apiserver reads it
+ * (responsewriters.ContentEncodingSupported): the first header value only (Header.Get), split at
+ * commas, a token equal to "gzip" once trimmed ("gzip;q=1" is not one).
+ */
+function acceptsGzip(v: string | undefined): boolean {
+  return v !== undefined && v.split(',').some((t) => t.trim() === 'gzip');
+}
+
+/**
+ * One flush of a gzip watch as kube-apiserver 1.37 writes it (handlers/watch.go perFlushGzipWriter):
+ * what was written since the last flush becomes one complete gzip member (the writer is closed at
+ * every flush and a new one started on the next write), level 1 (gzipContentEncodingLevel). So the
+ * body is a series of members, which Go's gzip.Reader reads as one stream. Go writes OS 255
+ * ("unknown") in the header where zlib writes 3 (Unix): set as Go has it.
+ */
+function gzipMember(data: string): Buffer {
+  const b = gzipSync(data, { level: 1 });
+  b[9] = 0xff;
+  return b;
+}
 
 export function serveWatch(ctx: Ctx, o: WatchOptions): void {
   const { store } = ctx.sim;
@@ -48,7 +73,11 @@ export function serveWatch(ctx: Ctx, o: WatchOptions): void {
     replay = store.eventsSince(n, info.group, info.resource);
   }
 
-  startStream(ctx, o.choice.contentType);
+  // kube-apiserver 1.37 gzips only a watch-list (WatchListCompression; get.go isListWatchRequest):
+  // Content-Encoding and Vary are set, and the head is flushed alone, before any gzip byte.
+  const gzip = ctx.sim.watchListCompression && o.sendInitialEvents && o.allowBookmarks && acceptsGzip(header(ctx, 'accept-encoding'));
+  startStream(ctx, o.choice.contentType, gzip ? ['Content-Encoding', 'gzip', 'Vary', 'Accept-Encoding'] : []);
+  const recorded = recordStream(ctx);
   const line = (type: string, so: StoredObject): string => `{"type":"${type}","object":${renderObject(info, so, o.choice, o.include)}}\n`;
   const bookmark = (initialEnd: boolean): string => {
     const meta = initialEnd
@@ -65,9 +94,12 @@ export function serveWatch(ctx: Ctx, o: WatchOptions): void {
 
   let done = false;
   let timer: NodeJS.Timeout | undefined;
+  // Each write is one flush of the real server (it flushes when its event channel is empty).
   const write = (chunk: string): void => {
     if (done) return;
-    res.write(chunk);
+    const bytes = gzip ? gzipMember(chunk) : Buffer.from(chunk);
+    recorded?.push(bytes);
+    res.write(bytes);
     if (res.writableLength > MAX_BUFFERED) stop();
   };
   const onEvent = (e: StoreEvent): void => {
@@ -111,6 +143,20 @@ export function serveWatch(ctx: Ctx, o: WatchOptions): void {
     stop();
   }, seconds * 1000);
   timer.unref();
+}
+
+/** Where a watch's body bytes are kept, by the request's Audit-Id, when the sim records streams. */
+function recordStream(ctx: Ctx): Buffer[] | null {
+  const all = ctx.sim.streamBodies;
+  if (all === null) return null;
+  const h = ctx.baseHeaders;
+  let id = '';
+  for (let i = 0; i < h.length; i += 2) if (h[i] === 'Audit-Id') id = h[i + 1]!;
+  const bodies: Buffer[] = [];
+  all.delete(id);
+  all.set(id, bodies);
+  if (all.size > RECORDED_STREAMS_MAX) all.delete(all.keys().next().value!);
+  return bodies;
 }
 
 // ---------------------------------------------------------------------------------------------

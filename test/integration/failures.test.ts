@@ -207,11 +207,13 @@ describe('peers: failover and released watches', () => {
   test('a client that disconnects mid-watch releases the upstream watch on the serving apiserver', async () => {
     const store = plane.store;
     const before = store.listenerCount();
-    const res = await request(`${plane.member('old').url}${NEW_ONLY}?watch=true`, { headers: AUTH, bodyTimeout: 0 });
-    assert.equal(res.statusCode, 200);
-    await sleep(100);
-    assert.equal(store.listenerCount(), before + 1, 'one upstream watch open');
-    res.body.destroy();
+    // Not waiting for the head: a watch with no event yet gets it with its first event on uWS (no
+    // byte is added to a relayed body to send a head alone, issue 33).
+    const ac = new AbortController();
+    const res = request(`${plane.member('old').url}${NEW_ONLY}?watch=true`, { headers: AUTH, bodyTimeout: 0, signal: ac.signal });
+    res.catch(() => undefined);
+    await eventually(() => store.listenerCount() === before + 1, { what: 'one upstream watch open', timeoutMs: 3000, intervalMs: 50 });
+    ac.abort();
     await eventually(() => store.listenerCount() === before, { what: 'the upstream watch released', timeoutMs: 3000, intervalMs: 50 });
   });
 });

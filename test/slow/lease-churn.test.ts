@@ -115,6 +115,9 @@ describe('lease churn: the serving peer restarted 10 times in a minute (lease mo
     store = new ObjectStore();
     simA = await startSimApiserver({ name: 'a', kubernetesVersion: 'v1.33', store });
     simB = await startSimApiserver({ name: 'b', kubernetesVersion: 'v1.37', store });
+    // One object of the peer-only kind: each watch gets its ADDED event at once, and with it its head
+    // (the uWS front end sends a watch's head with its first event: it adds no byte to a relayed body).
+    store.create('scheduling.k8s.io', 'workloads', { apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name: 'churn', namespace: 'default' } });
     [A, B] = await Promise.all([startChildDaemon(await args('a', simA)), startChildDaemon(await args('b', simB))]);
   });
   after(async () => {

@@ -3,6 +3,12 @@
 // controller sees: {"type":"ADD|UPDATE|DELETE","name":...,"rv":...} and {"type":"SYNCED"} once the
 // initial list is in. It exits after -duration or on SIGTERM; errors from the watch (which client-go
 // retries) are printed as {"type":"ERROR","error":...}.
+//
+// It also prints {"type":"LIST"} each time the reflector lists. client-go (WatchListClient, on by
+// default since 1.35) fills an informer with a watch-list (a watch with sendInitialEvents) and lists
+// only when that fails, silently (a V(4) log line): a LIST line is how a broken watch-list shows. A
+// watch-list mvproxy corrupted (issue 33: one byte before a gzip body) fell back to LIST and WATCH
+// without a single error line, which is how the suite missed it.
 package main
 
 import (
@@ -16,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -65,7 +72,14 @@ func main() {
 	defer cancelT()
 
 	gvr := schema.GroupVersionResource{Group: *group, Version: *version, Resource: *resource}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, *namespace, nil)
+	// The dynamic informer tweaks the options of every list and watch it makes; a watch (watch-list or
+	// plain) always asks for bookmarks, a list never does.
+	tweak := func(o *metav1.ListOptions) {
+		if !o.AllowWatchBookmarks {
+			emit(map[string]any{"type": "LIST"})
+		}
+	}
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, *namespace, tweak)
 	inf := factory.ForResource(gvr).Informer()
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		emit(map[string]any{"type": "ERROR", "error": err.Error()})

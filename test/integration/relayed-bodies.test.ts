@@ -1,0 +1,80 @@
+// mvproxy never alters a body it relays (issue 33). kube-apiserver 1.37 gzips a watch-list for a
+// client that sends Accept-Encoding: gzip (Go's transport, so client-go, sends it by default): the
+// simulated v1.37 apiserver does the same (SimApiserverOptions.watchListCompression), and the bytes
+// a client gets through mvproxy must be the bytes the apiserver wrote, on both front ends and both
+// routes. The uWS front end used to write one space before every JSON watch body (to push its head
+// out before the first event): a gzip body then began 20 1f 8b, and client-go failed every such
+// watch with "gzip: invalid header".
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { FRONTENDS } from '../support/frontends';
+import { eventually } from '../support/poll';
+import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
+
+const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
+const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
+/** A watch-list as client-go's reflector asks for it (WatchListClient, on by default from client-go 1.35). */
+const WATCH_LIST = '?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=60';
+
+/** A watch with Accept-Encoding: gzip, read as raw bytes (node:http never decodes a body). */
+function rawWatch(base: string, path: string, auditId: string) {
+  const u = new URL(base);
+  const chunks: Buffer[] = [];
+  let head: http.IncomingMessage | undefined;
+  const req = http.get({ host: u.hostname, port: u.port, path, agent: false, headers: { ...AUTH, 'accept-encoding': 'gzip', 'audit-id': auditId } }, (res) => {
+    head = res;
+    res.on('data', (d: Buffer) => chunks.push(d));
+    res.on('error', () => undefined);
+  });
+  req.on('error', () => undefined);
+  return { head: () => head, body: () => Buffer.concat(chunks), destroy: () => req.destroy() };
+}
+
+const CASES = [
+  { route: 'local, gzip (v1.37)', via: NEW, served: NEW, path: CONFIGMAPS, gzip: true },
+  { route: 'peer, gzip (v1.37)', via: OLD, served: NEW, path: NEW_ONLY, gzip: true },
+  { route: 'local, identity (v1.33 does not gzip)', via: OLD, served: OLD, path: CONFIGMAPS, gzip: false },
+] as const;
+
+for (const frontend of FRONTENDS) {
+  describe(`relayed watch bodies are byte for byte the apiserver's (${frontend} front end)`, () => {
+    let plane: Awaited<ReturnType<typeof twoVersionPlane>>;
+    before(async () => {
+      plane = await twoVersionPlane(frontend, { simRecordStreams: true });
+    });
+    after(async () => plane?.close());
+
+    for (const c of CASES) {
+      test(`a watch-list asked with Accept-Encoding: gzip, ${c.route}: the bytes relayed equal the bytes sent, and they decode to every event`, async () => {
+        const auditId = randomUUID();
+        const sim = plane.member(c.served).sim;
+        const w = rawWatch(plane.member(c.via).url, c.path + WATCH_LIST, auditId);
+        try {
+          const sent = () => Buffer.concat(sim.streamBodies.get(auditId) ?? []);
+          const decode = (b: Buffer) => (c.gzip ? gunzipSync(b) : b).toString();
+          // The initial events end with the initial-events-end bookmark: one flush, at once.
+          const same = () => assert.ok(sent().length > 0 && w.body().equals(sent()), `relayed ${w.body().length} bytes, ${w.body().subarray(0, 6).toString('hex')}…; sent ${sent().length}, ${sent().subarray(0, 6).toString('hex')}…`);
+          await eventually(() => (same(), true), { what: 'the initial events relayed as sent', timeoutMs: 5000 });
+          assert.match(decode(w.body()), /"k8s.io\/initial-events-end":"true"/);
+          const name = `relayed-${frontend}-${c.via}-${c.path === NEW_ONLY ? 'wl' : 'cm'}`;
+          const obj = c.path === NEW_ONLY ? { apiVersion: 'scheduling.k8s.io/v1beta1', kind: 'Workload', metadata: { name } } : { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v' } };
+          const made = await call(plane.member(c.served).url, c.path, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(obj) });
+          assert.equal(made.status, 201, made.text);
+          await eventually(() => (same(), decode(w.body()).includes(`"name":"${name}"`)), { what: `the ADDED event of ${name} relayed as sent`, timeoutMs: 5000 });
+          const head = w.head()!;
+          assert.equal(head.statusCode, 200);
+          assert.equal(head.headers['content-encoding'], c.gzip ? 'gzip' : undefined);
+          if (c.gzip) assert.deepEqual([...w.body().subarray(0, 2)], [0x1f, 0x8b], 'the body starts with the gzip magic');
+          const events = decode(w.body()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string } } });
+          assert.equal(events.at(-1)!.type, 'ADDED');
+          assert.equal(events.at(-1)!.object.metadata.name, name);
+        } finally {
+          w.destroy();
+        }
+      });
+    }
+  });
+}
