@@ -280,8 +280,13 @@ export class UwsResponse implements ClientResponse {
     this.res.cork(() => {
       if (!this.headWritten) {
         this.writeHeadNow();
-        if (length > 0) this.res.endWithoutBody(length); // HEAD: length of the body not sent
-        else if (length === 0 || this.status === 204 || this.status === 304) this.res.endWithoutBody(0);
+        // HEAD (or a 304 giving its 200's length): the length of the body not sent.
+        if (length > 0 && this.status !== 204) this.res.endWithoutBody(length);
+        // No Content-Length on a 204, nor a made-up 0 on a 304 (RFC 9110 §8.6, §15.4.5): as the
+        // apiserver sends them. endWithoutBody(0) wrote "Content-Length: 0" (and an explicit
+        // undefined writes 9223372036854775808: measured), so no argument at all.
+        else if (this.status === 204 || this.status === 304) this.res.endWithoutBody();
+        else if (length === 0) this.res.endWithoutBody(0);
         else this.res.end();
       } else {
         this.res.end();
@@ -309,7 +314,8 @@ export class UwsResponse implements ClientResponse {
     }
     this.writeHeadNow();
     const n = this.length;
-    // HEAD, 204, 304: no body (a HEAD answer keeps the length of the body not sent).
+    // HEAD, 204, 304: no body (a HEAD answer keeps the length of the body not sent). Closing, a 204 or
+    // 304 says Content-Length: 0: endWithoutBody() without a length cannot close the connection.
     if (!last && (n > 0 || n === 0 || this.status === 204 || this.status === 304)) {
       this.res.endWithoutBody(Math.max(0, n), true);
       return;

@@ -346,8 +346,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 
   upstreamBody(chunk: Buffer): boolean {
     if (this.answer === A_HOLDING) {
-      // A Status body is well under this; a larger held answer keeps only its first part.
-      if ((this.heldLength += chunk.length) <= HELD_BODY_MAX) this.held!.body.push(Buffer.from(chunk));
+      if (this.heldLength + chunk.length > HELD_BODY_MAX) return this.relayHeld(chunk);
+      this.heldLength += chunk.length;
+      this.held!.body.push(Buffer.from(chunk));
       return true;
     }
     if (this.ex.clientClosed) return true;
@@ -356,6 +357,24 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     // what waits here); one that does not drain within SLOW_STREAM_MS is ended (expire()).
     if (this.longRunning) this.deadline = performance.now() + SLOW_STREAM_MS;
     return false;
+  }
+
+  /**
+   * A held answer grew past HELD_BODY_MAX: no Status the request waits to decide on is that large (a
+   * proxied backend's 429 or 404, say), so it is the client's answer, relayed from its head on as it
+   * comes. It used to be kept to its first 64 KiB and sent as if whole (issue 33 audit).
+   */
+  private relayHeld(chunk: Buffer): boolean {
+    const held = this.held!;
+    this.held = null;
+    this.answer = A_RELAYING;
+    this.status = held.status;
+    if (this.longRunning) this.deadline = Infinity;
+    if (!this.ex.clientClosed) {
+      this.ex.res.writeHead(held.status, held.head, this.longRunning);
+      for (const b of held.body) this.ex.res.write(b);
+    }
+    return this.upstreamBody(chunk);
   }
 
   private drained(): void {
@@ -618,7 +637,7 @@ const PEER_PASSES_ON: readonly number[] = [404, ...PEER_CANNOT_ANSWER];
  * it terminates it; a client behind mvproxy also has TCP and TLS buffers between, hence seconds.
  */
 const SLOW_STREAM_MS = 30_000;
-/** A Status body is well under this; a larger held 404 keeps only its first part (then it is not replayed whole). */
+/** A Status body is well under this; a held answer that grows larger is relayed instead (relayHeld). */
 const HELD_BODY_MAX = 64 * 1024;
 
 /** A held answer that mvproxy wrote itself and that says the request reached no apiserver (api/errors.ts notSent). */

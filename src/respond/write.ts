@@ -31,8 +31,11 @@ export function writeHealth(ex: Exchange, h: HealthResponse): void {
 export function writeHeld(ex: Exchange, held: HeldAnswer): void {
   const body = Buffer.concat(held.body);
   // The held head's lines, its length now the body's (the held head may be a relayed one: its raw
-  // runs are not written here, since the framing of what is sent is this body's).
-  ex.res.writeHead(held.status, { headers: held.head.headers, contentLength: body.length, contentType: held.head.contentType }, false);
+  // runs are not written here, since the framing of what is sent is this body's: the whole body is
+  // here, so a chunked answer goes out with its Content-Length, the same bytes). A HEAD answer keeps
+  // the length the upstream gave of the body it did not send.
+  const length = ex.method === 'HEAD' && held.head.contentLength >= 0 ? held.head.contentLength : body.length;
+  ex.res.writeHead(held.status, { headers: held.head.headers, contentLength: length, contentType: held.head.contentType }, false);
   if (body.length && ex.method !== 'HEAD') ex.res.write(body);
   ex.res.end();
 }

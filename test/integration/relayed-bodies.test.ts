@@ -13,6 +13,8 @@ import { gunzipSync } from 'node:zlib';
 import { FRONTENDS } from '../support/frontends';
 import { eventually } from '../support/poll';
 import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
+import { startTestDaemon } from '../support/daemon';
+import type { Daemon } from '../../src/daemon';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
@@ -76,5 +78,68 @@ for (const frontend of FRONTENDS) {
         }
       });
     }
+  });
+}
+
+/** GET through a daemon: status, headers and the body's bytes. */
+function get(port: number, path: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
+  });
+}
+
+const CHUNKS = ['{"kind":"ConfigMapList",', '"items":[', ']}'];
+
+for (const frontend of FRONTENDS) {
+  describe(`relayed answers without a body, and chunked bodies (${frontend} front end)`, () => {
+    let up: http.Server;
+    let d: Daemon;
+    before(async () => {
+      up = http.createServer((req, res) => {
+        const url = req.url ?? '';
+        if (url.endsWith('/nocontent')) return void res.writeHead(204, { 'x-upstream': 'a' }).end();
+        if (url.endsWith('/notmodified')) return void res.writeHead(304, { etag: '"e1"' }).end();
+        if (url.endsWith('/chunked')) {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          let i = 0;
+          const next = (): void => {
+            if (i === CHUNKS.length) return void res.end();
+            res.write(CHUNKS[i++]);
+            setTimeout(next, 20);
+          };
+          return next();
+        }
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{}');
+      });
+      await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+      d = await startTestDaemon({ frontend, localAPIServer: `http://127.0.0.1:${(up.address() as { port: number }).port}` });
+    });
+    after(async () => {
+      await d?.close();
+      up?.close();
+    });
+
+    test('a 204 and a 304 go out without a Content-Length, as the apiserver sent them (RFC 9110 §8.6), with its headers', async () => {
+      const nc = await get(d.clientPort, '/api/v1/namespaces/default/configmaps/nocontent');
+      assert.equal(nc.status, 204);
+      assert.equal(nc.headers['content-length'], undefined, JSON.stringify(nc.headers));
+      assert.equal(nc.headers['x-upstream'], 'a');
+      const nm = await get(d.clientPort, '/api/v1/namespaces/default/configmaps/notmodified');
+      assert.equal(nm.status, 304);
+      assert.equal(nm.headers['content-length'], undefined, JSON.stringify(nm.headers));
+      assert.equal(nm.headers.etag, '"e1"');
+    });
+
+    test('a chunked body that arrives in pieces is relayed as the same bytes', async () => {
+      const r = await get(d.clientPort, '/api/v1/namespaces/default/configmaps/chunked');
+      assert.equal(r.status, 200);
+      assert.equal(r.body.toString(), CHUNKS.join(''));
+    });
   });
 }

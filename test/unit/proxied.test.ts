@@ -113,6 +113,8 @@ interface Case {
   wantAsked: string[];
   wantMetrics?: string[];
   wantDestroyed?: boolean;
+  /** The Content-Length the client's head says. */
+  wantLength?: number;
   /** Peer start index (pickStart). */
   first?: number;
 }
@@ -122,7 +124,14 @@ const NOT_FOUND: Step[] = [{ head: 404 }, { body: '{"kind":"Status","code":404}'
 
 const SHUTTING_DOWN: Step[] = [{ head: 429, headers: 'Retry-After: 5\r\nContent-Type: application/json' }, { body: '{"kind":"Status","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}' }, { end: true }];
 
+/** An answer of 80 KiB in 16 KiB chunks: past what is held (64 KiB), so it must be relayed whole, never cut short. */
+const LARGE = Array.from({ length: 5 }, (_, i) => ({ body: String(i).repeat(16 * 1024) }));
+const LARGE_BODY = new RegExp(`^${[0, 1, 2, 3, 4].map((i) => `${i}{16384}`).join('')}$`);
+
 const CASES: Case[] = [
+  { desc: 'local failover: a 429 with an 80 KiB body (a proxied backend\'s, no Status): relayed whole, not cut to the 64 KiB held', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ head: 429 }, ...LARGE, { end: true }]] }, wantStatus: 429, wantBody: LARGE_BODY, wantAsked: ['local'] },
+  { desc: 'HEAD, nobody serves it, no peer reachable: the held local 404 keeps the length the apiserver gave of the body it did not send', method: 'HEAD', path: `${WIDGETS}/a`, servedBy: 'nobody', upstream: { local: [[{ head: 404, headers: 'Content-Type: application/json\r\nContent-Length: 120' }, { end: true }]], '10.0.0.1:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.2:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 404, wantLength: 120, wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'] },
+  { desc: 'nobody serves it by the snapshot: a local 404 with an 80 KiB body is no Status: relayed whole as the answer, the peers not asked', path: `${WIDGETS}/a`, servedBy: 'nobody', upstream: { local: [[{ head: 404 }, ...LARGE, { end: true }]] }, wantStatus: 404, wantBody: LARGE_BODY, wantAsked: ['local'] },
   { desc: 'local failover: the local apiserver is down: a GET goes to a peer that serves it, without asking local', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'down', upstream: { '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['10.0.0.1:6443'], wantMetrics: [`apiserver_rerouted_request_total{code="200",${GVR}} 1`] },
   { desc: 'local failover: serving, but this request\'s connection is refused: the peer answers, even a create', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['local', '10.0.0.1:6443'] },
   { desc: 'local failover: the local apiserver answers 429 "shutting down": the peer answers', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [SHUTTING_DOWN], '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['local', '10.0.0.1:6443'] },
@@ -259,6 +268,7 @@ for (const c of CASES) {
     assert.deepEqual(asked, c.wantAsked, 'pools asked, in order');
     assert.equal(ex.res.status, c.wantStatus, ex.res.body);
     if (c.wantBody) assert.match(ex.res.body, c.wantBody);
+    if (c.wantLength !== undefined) assert.equal(ex.res.head?.contentLength, c.wantLength, 'Content-Length');
     assert.equal(ex.res.destroyed, c.wantDestroyed ?? false, 'cut');
     if (!c.wantDestroyed) assert.ok(ex.res.ended, 'ended');
     if (c.wantMetrics) {
