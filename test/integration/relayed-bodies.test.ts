@@ -15,6 +15,7 @@ import { eventually } from '../support/poll';
 import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
 import { startTestDaemon } from '../support/daemon';
 import type { Daemon } from '../../src/daemon';
+import type { Frontend } from '../../src/config/types';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
@@ -41,11 +42,21 @@ const CASES = [
   { route: 'local, identity (v1.33 does not gzip)', via: OLD, served: OLD, path: CONFIGMAPS, gzip: false },
 ] as const;
 
-for (const frontend of FRONTENDS) {
-  describe(`relayed watch bodies are byte for byte the apiserver's (${frontend} front end)`, () => {
+// The peer listener is node:http2 by default; on uWS it may be uWS too (--peer-frontend=uws), which
+// wrote the same space.
+const PAIRS: [Frontend, Frontend][] = FRONTENDS.flatMap((f): [Frontend, Frontend][] => (f === 'uws' ? [[f, 'node'], [f, 'uws']] : [[f, 'node']]));
+for (const [frontend, peerFrontend] of PAIRS) {
+  describe(`relayed watch bodies are byte for byte the apiserver's (${frontend} front end, ${peerFrontend} peer listener)`, () => {
     let plane: Awaited<ReturnType<typeof twoVersionPlane>>;
     before(async () => {
-      plane = await twoVersionPlane(frontend, { simRecordStreams: true });
+      plane = await twoVersionPlane(frontend, {
+        simRecordStreams: true,
+        configure: (c) => {
+          c.connectTimeoutMs = 1000;
+          c.discoveryRefreshIntervalMs = 60_000;
+          c.peerFrontend = peerFrontend;
+        },
+      });
     });
     after(async () => plane?.close());
 
