@@ -21,7 +21,7 @@ COPY package.json package-lock.json .npmrc tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY fixtures/kubernetes-discovery ./fixtures/kubernetes-discovery
 COPY scripts/runtime-folder.sh ./scripts/
-# The same steps test/image/runtime-folder.test.ts runs (no container engine on the test machines):
+# The same steps test/image/runtime-folder.test.ts runs without a container engine (npm test):
 # npm ci, tsc -p tsconfig.build.json, prune to production dependencies, keep one uWS binary.
 RUN scripts/runtime-folder.sh /app
 

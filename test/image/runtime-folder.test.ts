@@ -1,7 +1,8 @@
-// The image runs what the tests run (issue 15 §7). These machines have no container engine and no
-// registry, so the image's /app is assembled by the script its Dockerfile runs
-// (scripts/runtime-folder.sh). The CLI then runs from that folder with the image's runtime: Node 24
-// on glibc 2.41 (scripts/node-glibc.sh, as Debian 13 in the image), no tsx, no dev dependencies.
+// The image runs what the tests run (issue 15 §7). The image's /app is assembled by the script its
+// Dockerfile runs (scripts/runtime-folder.sh), and the CLI runs from that folder with the image's
+// runtime: Node 24 on glibc 2.41 (scripts/node-glibc.sh, as Debian 13 in the image), no tsx, no dev
+// dependencies. This is the fast check of npm test; npm run test:image builds the image itself with
+// podman and runs it (test/podman, and as the static pod in test/kube/deploy.test.ts).
 // Checked: `mvproxy demo` works there, the static pod's probes (deploy/static-pod.yaml) answer on
 // the ops listener, and the front end is uWS with client certificates.
 import assert from 'node:assert/strict';
