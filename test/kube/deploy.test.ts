@@ -180,11 +180,11 @@ describe('deploy/config.yaml as shipped, in front of kube-apiserver v1.34.4 and 
         if ((await probe(m, 'readinessProbe')) === 500) failedWhileServing = (await httpsGet(`${m.url}/version`, { ca, cert: plane.admin.cert, key: plane.admin.key })).status === 200;
         else await new Promise((r) => setTimeout(r, 100));
       }
-      const exitCode = await stopping;
+      const { exitCode, log } = await stopping;
       assert.equal(failedWhileServing, true, 'the readiness probe failed while the client listener still answered');
-      assert.equal(exitCode, 0, `exit code ${exitCode} (137: killed after ${m.graceSeconds} s)\n${m.proc.log().slice(-3000)}`);
-      assert.match(m.proc.log(), /"msg":"shutting down: \/readyz fails from now on"/);
-      assert.match(m.proc.log(), /"msg":"drained"/);
+      assert.equal(exitCode, 0, `exit code ${exitCode} (137: killed after ${m.graceSeconds} s)\n${log.slice(-3000)}`);
+      assert.match(log, /"msg":"shutting down: \/readyz fails from now on"/);
+      assert.match(log, /"msg":"drained"/);
     });
   });
 });

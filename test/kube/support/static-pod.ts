@@ -34,8 +34,8 @@ export interface PodMember extends Member {
   probes: Record<'livenessProbe' | 'readinessProbe' | 'startupProbe', { httpGet: { host: string; port: number; path: string; scheme: string } }>;
   /** terminationGracePeriodSeconds of the shipped manifest. */
   graceSeconds: number;
-  /** `podman pod stop -t <grace>` (SIGTERM, SIGKILL after the grace period), then the container's exit code; the pod is removed. */
-  terminate(): Promise<number>;
+  /** `podman pod stop -t <grace>` (SIGTERM, SIGKILL after the grace period), then the container's exit code and its whole log; the pod is removed. */
+  terminate(): Promise<{ exitCode: number; log: string }>;
 }
 
 export interface PodPorts {
@@ -108,11 +108,13 @@ export async function startStaticPods(plane: KubeControlPlane, o: StaticPodOptio
         probes,
         graceSeconds: shipped.spec.terminationGracePeriodSeconds,
         async terminate() {
-          if (!live.has(pod)) return -1;
+          if (!live.has(pod)) return { exitCode: -1, log: '' };
           await podman(['pod', 'stop', '--time', String(member.graceSeconds), pod], { timeoutMs: (member.graceSeconds + 30) * 1000 });
           const state = (await inspect('container', container)).State as { ExitCode: number };
+          // From podman itself: the follower's copy (proc.log()) may still be on its way to its file.
+          const { stdout, stderr } = await podman(['logs', container]);
           await removePod(pod);
-          return state.ExitCode;
+          return { exitCode: state.ExitCode, log: stdout + stderr };
         },
         async stop() {
           await member.terminate();
