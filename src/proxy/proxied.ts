@@ -391,6 +391,13 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   upstreamFailed(err: Error & { code?: string }, notSent: boolean, gotHead: boolean): void {
     if (this.finished || this.ex.clientClosed) return;
     if (this.answer === A_HOLDING) return this.handHeldOver(); // what was held is still an answer
+    if (gotHead && !this.ex.res.headersSent) {
+      // The head was read but nothing reached the client yet (uWS sends a head with the first body
+      // byte: a quiet watch): a Status can still say what happened, instead of a bare close.
+      this.c.log.info(2, 'upstream failed before any byte reached the client', { route: this.route, peer: this.peerID, err: errText(err), path: this.ex.path });
+      if (this.route === 'peer') this.rerouted(503);
+      return this.fail(this.route === 'local' ? 'MVP_ERR_LOCAL_FAILED' : 'MVP_ERR_PEER_UNAVAILABLE', this.route);
+    }
     if (gotHead) {
       // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
       this.c.log.info(2, 'upstream failed mid-response', { route: this.route, peer: this.peerID, err: errText(err), path: this.ex.path });

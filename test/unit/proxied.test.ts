@@ -66,8 +66,9 @@ class FakeResponse implements ClientResponse {
   body = '';
   ended = false;
   destroyed = false;
+  /** As uWS: the head reaches the client with the first body byte. */
   get headersSent(): boolean {
-    return this.status !== 0;
+    return this.body.length > 0 || this.ended;
   }
   writeHead(status: number, h: ResponseHead): void {
     this.status = status;
@@ -181,6 +182,7 @@ const CASES: Case[] = [
   { desc: 'a framing violation from a peer: 502 Status, no failover (the answer may be the peer\'s)', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ fail: 'MVP_ERR_UPSTREAM_PROTOCOL' }]] }, wantStatus: 502, wantAsked: ['10.0.0.1:6443'] },
   { desc: 'the local apiserver refuses the connection: 503 "could not be reached"', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_UNAVAILABLE/, wantAsked: ['local'] },
   { desc: 'the local apiserver drops a sent request: 503 "failed before it answered"', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
+  { desc: 'an upstream that fails after its head but before any byte reached the client: a Status, not a bare close', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ head: 200 }, { fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
   { desc: 'an upstream that fails mid-body: the client connection is cut, not ended', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ head: 200 }, { body: 'par' }, { fail: 'ECONNRESET' }]] }, wantStatus: 200, wantAsked: ['local'], wantDestroyed: true },
   {
     desc: 'nobody serves it: the local 404 is held and each peer asked; a peer has it',

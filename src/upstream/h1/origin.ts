@@ -152,6 +152,12 @@ export class UpstreamConnection {
  */
 const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
+/**
+ * Idle connections kept per origin at most: a burst (10,000 watches whose clients left while their
+ * connections were still opening) must not park that many sockets until the idle timeout.
+ */
+const MAX_IDLE_PER_ORIGIN = 256;
+
 /** Pools swept for idle connections, once a second by one timer for all. */
 const pools = new Set<OriginPool>();
 let sweeper: NodeJS.Timeout | null = null;
@@ -299,7 +305,7 @@ export class OriginPool {
     c.idleSince = performance.now();
     // Below the upstream's own idle close by a second (node:http servers: timeout=5 → 4 s).
     c.idleLimitMs = keepAliveSeconds > 0 ? Math.min(this.o.idleTimeoutMs, keepAliveSeconds * 1000 - 1000) : this.o.idleTimeoutMs;
-    if (c.idleLimitMs <= 0) return c.destroy();
+    if (c.idleLimitMs <= 0 || this.idle.length >= MAX_IDLE_PER_ORIGIN) return c.destroy();
     this.idle.push(c);
   }
 
