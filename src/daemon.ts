@@ -308,6 +308,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();
   metrics.heldBodiesSource = () => handler.heldBodies;
+  metrics.peerDiscoverySuccessSource = () => publisher.lastSuccess();
   metrics.upstreamConnectionsSource = () => {
     const peer = peerPools.relayConnections();
     const local = [relayLocal, relayLocalPlain];

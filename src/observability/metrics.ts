@@ -98,6 +98,9 @@ export class Metrics {
   /** The local apiserver's state (read at scrape time: snapshot/local-apiserver.ts). */
   localStateSource: () => string = () => 'serving';
   readonly localFailovers: Counter<'reason'>;
+  readonly discoveryMergeErrors: Counter;
+  /** When each peer's discovery was last fetched (read at scrape time: snapshot/publisher.ts). */
+  peerDiscoverySuccessSource: () => Iterable<readonly [peer: string, seconds: number]> = () => [];
   /** The relay's open upstream connections (read at scrape time). */
   upstreamConnectionsSource: () => Iterable<UpstreamConnections> = () => [];
   certificatesSource: () => Iterable<CertificateInUse> = () => [];
@@ -171,6 +174,17 @@ export class Metrics {
           this.set({ route, long_running: 'false' }, n[route][0]);
           this.set({ route, long_running: 'true' }, n[route][1]);
         }
+      },
+    });
+    this.discoveryMergeErrors = new Counter({ name: 'mvproxy_discovery_merge_errors_total', help: '[ALPHA] Merges of the peer-aggregated discovery documents that failed (the previous documents stay published)', registers });
+    new Gauge({
+      name: 'mvproxy_peer_discovery_last_success_timestamp_seconds',
+      help: '[ALPHA] When each peer\'s discovery (/api and /apis) was last fetched successfully (Unix seconds): its age is how stale routing to it may be',
+      labelNames: ['peer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [peer, t] of self.peerDiscoverySuccessSource()) this.set({ peer }, t);
       },
     });
     this.localFailovers = new Counter({

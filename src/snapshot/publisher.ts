@@ -143,16 +143,45 @@ export class SnapshotPublisher {
       } while (this.again && !this.stopped);
     })().finally(() => {
       this.running = undefined;
+      // Whoever asked (the timer, a membership change, a test), the next run is timed from now:
+      // soon while a fetch fails (nextDelay), else a refresh interval later.
+      if (this.scheduled) this.schedule();
     });
     return this.running;
   }
 
+  /** start() ran: refreshes are timed (schedule). */
+  private scheduled = false;
+
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.refresh().finally(() => this.schedule());
-    }, this.o.refreshIntervalMs);
+    this.scheduled = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.refresh(), this.nextDelay());
     this.timer.unref();
+  }
+
+  /** Refreshes in a row in which some view failed (a peer, or the local apiserver, not answering). */
+  private failedStreak = 0;
+
+  /**
+   * The wait before the next refresh: the interval, or while a fetch fails a backoff from 1 s
+   * doubling up to it — as upstream retries a failed peer fetch in a rate-limited queue
+   * (docs/kubernetes-mvp.md §4.4). A peer whose first fetch failed (it was still starting) used to
+   * wait the whole interval (30 s by default) before it was asked again.
+   */
+  private nextDelay(): number {
+    const failing = this.local === undefined || [...this.peerViews.values()].some((v) => !v.up);
+    if (!failing) {
+      this.failedStreak = 0;
+      return this.o.refreshIntervalMs;
+    }
+    return Math.min(this.o.refreshIntervalMs, 1000 * 2 ** Math.min(this.failedStreak++, 10));
+  }
+
+  /** When each peer's discovery was last fetched (Unix seconds), for mvproxy_peer_discovery_last_success_timestamp_seconds. */
+  *lastSuccess(): Iterable<readonly [peer: string, seconds: number]> {
+    for (const [id, v] of this.peerViews) if (Number.isFinite(v.lastGood)) yield [id, v.lastGood / 1000];
   }
 
   private async refreshOnce(): Promise<void> {
@@ -351,6 +380,7 @@ export class SnapshotPublisher {
       },
       (e: unknown) => {
         this.o.log.error('discovery merge failed; the previous documents stay published until the next refresh', e);
+        this.o.metrics.discoveryMergeErrors.inc();
         return undefined;
       },
     );
