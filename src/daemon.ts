@@ -34,6 +34,7 @@ import { ReloadablePool } from './lifecycle/certs';
 import { startCertReload } from './lifecycle/reload';
 import { BearerTokenFile, withBearerToken } from './lifecycle/token';
 import { LocalAPIServer } from './snapshot/local-apiserver';
+import { readOpenFilesLimit } from './api/fd-limit';
 
 /** Graceful shutdown waits at most this long for the identity Lease deletion (kubernetes#140242: never hang on the apiserver). */
 const LEASE_RELEASE_TIMEOUT_MS = 2_000;
@@ -80,6 +81,8 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   const log = deps.log ?? createLogger(config.verbosity, config.loggingFormat);
   const metrics = deps.metrics ?? new Metrics({ defaultMetrics: true });
   const read = (f: string | undefined) => (f ? readFileSync(f) : undefined);
+
+  logOpenFilesLimit(log);
 
   const gateOn = config.featureGates.UnknownVersionInteroperabilityProxy !== false;
   // As kube-apiserver 1.36: the proxy needs --peer-ca-file; without it, serve local-only (and say so).
@@ -380,4 +383,19 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       relayLocalPlain.destroy();
       await Promise.all([peerPools.close(), local.destroy().catch(() => undefined), localPlain.destroy().catch(() => undefined)]);
   }
+}
+
+/**
+ * RLIMIT_NOFILE at start (issue 33 §3): every HTTP/1.1 watch holds up to two descriptors (the
+ * client's socket and, to an HTTP/1.1 upstream, its own), so the limit bounds the watches a node
+ * serves. Node.js has already raised the soft limit to the hard one (node.cc, at start, as Go's
+ * runtime does since 1.19); a soft limit still below the hard one means it could not.
+ */
+function logOpenFilesLimit(log: Logger): void {
+  const l = readOpenFilesLimit();
+  if (l === undefined) return log.info(0, 'open files limit (RLIMIT_NOFILE) unknown: /proc/self/limits could not be read');
+  // With an unlimited hard limit Node.js raises the soft one as far as the kernel takes (fs.nr_open).
+  const note =
+    l.soft === l.hard ? 'the Node.js runtime raised the soft limit to the hard limit at start' : !Number.isFinite(l.hard) ? 'the Node.js runtime raised the soft limit as far as the kernel allows (fs.nr_open)' : 'the soft limit is below the hard limit: the Node.js runtime could not raise it';
+  log.info(0, 'open files limit (RLIMIT_NOFILE)', { soft: Number.isFinite(l.soft) ? l.soft : 'unlimited', hard: Number.isFinite(l.hard) ? l.hard : 'unlimited', note });
 }

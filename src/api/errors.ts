@@ -69,6 +69,13 @@ export const ERRORS = {
   MVP_ERR_PEER_SHUTTING_DOWN: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the peer apiserver is shutting down', notSent: true },
   /** A request body held for the retry after a local 404 (proxy/held-bodies.ts) stopped arriving before its Content-Length within --request-timeout. metav1 has no reason for 408. */
   MVP_ERR_REQUEST_BODY_TIMEOUT: { status: 408, reason: 'Timeout', message: 'the request body did not arrive within the request timeout' },
+  /**
+   * No upstream connection could be opened because mvproxy is out of file descriptors (EMFILE: its
+   * RLIMIT_NOFILE; ENFILE: the system's): its own shortage, not the apiserver's, so the request is
+   * not failed over and the local apiserver is not marked down (api/fd-limit.ts). The message names
+   * the limit; streams already open keep flowing.
+   */
+  MVP_ERR_FD_LIMIT: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: "no connection to the apiserver could be opened: mvproxy's open files limit (RLIMIT_NOFILE) is reached", notSent: true },
   /** The daemon is shutting down and no longer accepts new requests. */
   MVP_ERR_SHUTTING_DOWN: { status: 429, reason: 'TooManyRequests', retryAfter: 1, message: 'the proxy is shutting down, please try again' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -6,6 +6,7 @@
 // HELP starts with [ALPHA] as component-base does.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type HistogramConfiguration, type LabelValues } from 'prom-client';
+import { readOpenFilesLimit } from '../api/fd-limit';
 
 /** kube-apiserver's request latency buckets (pkg/endpoints/metrics requestLatencies), seconds. */
 export const KUBE_LATENCY_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
@@ -258,6 +259,19 @@ export class Metrics {
       collect() {
         this.reset();
         for (const [peer, t] of self.peerCertificatesSource()) this.set({ peer }, t);
+      },
+    });
+    new Gauge({
+      name: 'mvproxy_open_files_limit',
+      help: '[ALPHA] RLIMIT_NOFILE of the mvproxy process, soft (enforced; Node.js raises it to the hard limit at start) and hard (-1: unlimited); at the soft limit new requests that need an upstream connection get a 503 (MVP_ERR_FD_LIMIT). process_open_fds is the use',
+      labelNames: ['limit'],
+      registers,
+      collect() {
+        this.reset();
+        const l = readOpenFilesLimit();
+        if (l === undefined) return;
+        this.set({ limit: 'soft' }, Number.isFinite(l.soft) ? l.soft : -1);
+        this.set({ limit: 'hard' }, Number.isFinite(l.hard) ? l.hard : -1);
       },
     });
     this.peersUp = new Gauge({ name: 'mvproxy_peer_up', help: '[ALPHA] 1 when the peer answered its last discovery fetch or probe, else 0', labelNames: ['peer'], registers });

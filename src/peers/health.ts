@@ -17,12 +17,17 @@
 //
 // A peer not probed yet counts as reachable (its discovery fetch is what brings it into routing).
 // The gauge mvproxy_peer_up follows each probe; /readyz has an informational check per peer.
+//
+// A probe that could not open a connection because mvproxy is out of file descriptors (EMFILE,
+// ENFILE) says nothing about the peer: no verdict, logged (api/fd-limit.ts). At 10,000 watches it
+// marked every peer down and back each interval, taking their GVRs out of routing each time.
 
 import type { PeerEndpoint } from './membership';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../observability/metrics';
 import type { Logger } from '../observability/log';
 import { PeerProxiedHeader } from '../api/headers';
+import { isOutOfFileDescriptors, reportFdShortage } from '../api/fd-limit';
 
 export const PROBE_PATH = '/readyz';
 
@@ -117,6 +122,7 @@ export class PeerHealth {
     if (s.probing || this.stopped) return;
     s.probing = true;
     let why: string | undefined;
+    let noVerdict = false;
     try {
       const res = await this.o.pools.get(p.address).request({
         path: PROBE_PATH,
@@ -131,10 +137,15 @@ export class PeerHealth {
     } catch (e) {
       const err = e as Error & { code?: string };
       why = `GET ${PROBE_PATH}: ${err.code ? err.code + ': ' : ''}${err.message}`;
+      noVerdict = isOutOfFileDescriptors(e);
     } finally {
       s.probing = false;
     }
     if (this.stopped || this.state.get(p.id) !== s) return; // left meanwhile
+    if (noVerdict) {
+      if (reportFdShortage()) this.o.log.info(0, 'peer probe not made: mvproxy is out of file descriptors; the peer keeps its last state (logged once per 10 s)', { peer: p.id, address: p.address, err: why });
+      return;
+    }
     const up = why === undefined;
     const was = s.up;
     s.up = up;

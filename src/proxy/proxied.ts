@@ -27,6 +27,7 @@ import type { IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { NotSentHeader } from '../api/headers';
 import { ERRORS, type ErrorCode } from '../api/errors';
+import { fdLimitMessage, isOutOfFileDescriptors, reportFdShortage } from '../api/fd-limit';
 import { writeHeld, writeStatus } from '../respond/write';
 import { UNLISTED, type Metrics, type Route } from '../observability/metrics';
 import type { Logger } from '../observability/log';
@@ -412,6 +413,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   private attemptFailed(err: Error & { code?: string }, notSent: boolean, bodyTouched: boolean): void {
     const c = this.c;
     const code = failureCode(err);
+    if (code === 'MVP_ERR_FD_LIMIT') return this.outOfFileDescriptors(err);
     if (this.route === 'local') {
       c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
       c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
@@ -435,6 +437,18 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     const answer = code ?? 'MVP_ERR_PEER_UNAVAILABLE';
     this.rerouted(ERRORS[answer].status);
     this.fail(answer, 'peer');
+  }
+
+  /**
+   * No connection could be opened for want of a file descriptor (issue 33 §3): mvproxy's own
+   * shortage, so the apiserver is not marked down (a refused connection would be) and no peer is
+   * tried (it needs a descriptor too); the client gets the 503 that names the limit, and client-go
+   * retries it after Retry-After. Not an upstream error: the upstream never saw the request.
+   */
+  private outOfFileDescriptors(err: Error & { code?: string }): void {
+    if (reportFdShortage()) this.c.log.info(0, 'out of file descriptors: new requests that need an upstream connection get a 503 until some are released (logged once per 10 s)', { err: errText(err), route: this.route, path: this.ex.path });
+    if (this.route === 'peer') this.rerouted(ERRORS.MVP_ERR_FD_LIMIT.status);
+    this.fail('MVP_ERR_FD_LIMIT', this.route, fdLimitMessage(err));
   }
 
   /** The held answer is complete (or cut): the decision it was held for. */
@@ -552,10 +566,10 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   }
 
   /** Answers with the error's metav1.Status. */
-  fail(code: ErrorCode, route: Route): void {
+  fail(code: ErrorCode, route: Route, message?: string): void {
     this.settle();
     if (this.ex.clientClosed) return;
-    writeStatus(this.ex, code);
+    writeStatus(this.ex, code, message);
     this.status = ERRORS[code].status;
     this.observe(route);
   }
@@ -654,9 +668,10 @@ function heldNotSent(held: HeldAnswer): boolean {
   return false;
 }
 
-/** The Status for a failure that has its own: an answer that broke framing (502). Else the caller's by route. */
+/** The Status for a failure that has its own: an answer that broke framing (502), no file descriptor for a connection (503). Else the caller's by route. */
 function failureCode(err: Error & { code?: string }): ErrorCode | undefined {
-  return err.code === 'MVP_ERR_UPSTREAM_PROTOCOL' ? 'MVP_ERR_UPSTREAM_PROTOCOL' : undefined;
+  if (err.code === 'MVP_ERR_UPSTREAM_PROTOCOL') return 'MVP_ERR_UPSTREAM_PROTOCOL';
+  return isOutOfFileDescriptors(err) ? 'MVP_ERR_FD_LIMIT' : undefined;
 }
 
 function errText(err: Error & { code?: string }): string {

@@ -14,9 +14,14 @@
 // Request-path signals (a refused connection, a shutting-down answer) change the state at once;
 // /readyz, asked every PROBE_INTERVAL_MS, confirms it and sees the apiserver come back (then the
 // publisher refreshes discovery at once: a restarted apiserver may be a new release).
+//
+// A probe that could not open a connection because mvproxy is out of file descriptors (EMFILE,
+// ENFILE) says nothing about the apiserver: the state stays, and the shortage is logged
+// (api/fd-limit.ts); the request path does not report such a failure as refused either.
 
 import type { SnapshotHolder, LocalState } from './holder';
 import type { Logger } from '../observability/log';
+import { isOutOfFileDescriptors, reportFdShortage } from '../api/fd-limit';
 
 /** /readyz is asked this often: a restart is seen within about a second either way. */
 export const PROBE_INTERVAL_MS = 1_000;
@@ -76,7 +81,12 @@ export class LocalAPIServer {
       if (status === 200) this.set('serving', '/readyz ok');
       else this.set('draining', `/readyz answered ${status}`);
     } catch (e) {
-      this.set('down', `/readyz: ${(e as Error & { code?: string }).code ?? (e as Error).message}`);
+      const why = `/readyz: ${(e as Error & { code?: string }).code ?? (e as Error).message}`;
+      if (isOutOfFileDescriptors(e)) {
+        if (reportFdShortage()) this.o.log.info(0, 'local apiserver probe not made: mvproxy is out of file descriptors; its state stays (logged once per 10 s)', { state: this.state, err: why });
+        return;
+      }
+      this.set('down', why);
     } finally {
       this.probing = false;
     }

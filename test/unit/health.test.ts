@@ -57,3 +57,36 @@ test('stop() cancels a pending re-probe of a down peer', async () => {
   await sleep(1300);
   assert.equal(state.probes, n);
 });
+
+test('a probe that fails for want of a file descriptor (EMFILE, mvproxy\'s own shortage) gives no verdict: an up peer stays up (a refused one is a verdict)', async () => {
+  let fail: string | undefined;
+  let probes = 0;
+  const pools = {
+    get: () => ({
+      request: async () => {
+        probes++;
+        // undici reports the socket's error as the cause of its own.
+        if (fail) throw Object.assign(new Error('connect failed'), { code: 'UND_ERR_CONNECT', cause: Object.assign(new Error(`connect ${fail}`), { code: fail }) });
+        return { statusCode: 200, body: { dump: async () => undefined } };
+      },
+    }),
+  } as unknown as PeerPools;
+  const lines: string[] = [];
+  const logged = { info: (_v: number, msg: string) => void lines.push(msg), error: () => undefined } as unknown as Logger;
+  let changes = 0;
+  const h = new PeerHealth({ peers: () => [{ id: 'p', address: '127.0.0.1:1' }], pools, intervalMs: 100, metrics, log: logged, onChange: () => changes++ });
+  h.start();
+  try {
+    await eventually(() => h.up('p') === true, { what: 'the first probe', timeoutMs: 1000, intervalMs: 10 });
+    fail = 'EMFILE';
+    const n = probes;
+    await eventually(() => probes >= n + 3, { what: 'three probes at EMFILE', timeoutMs: 2000, intervalMs: 20 });
+    assert.equal(h.up('p'), true, 'still up');
+    assert.equal(changes, 0, 'routing never changed');
+    assert.ok(lines.some((l) => /out of file descriptors/.test(l)), `the shortage is logged: ${lines.join(' | ')}`);
+    fail = 'ECONNREFUSED';
+    await eventually(() => h.up('p') === false, { what: 'a refused probe is a verdict', timeoutMs: 2000, intervalMs: 20 });
+  } finally {
+    h.stop();
+  }
+});

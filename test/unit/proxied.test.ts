@@ -118,6 +118,8 @@ interface Case {
   wantLength?: number;
   /** Peer start index (pickStart). */
   first?: number;
+  /** What the local apiserver's monitor was told (refused, shuttingDown), in order. */
+  wantHealth?: string[];
 }
 
 const OK = (body: string): Step[] => [{ head: 200 }, { body }, { end: true }];
@@ -130,6 +132,9 @@ const LARGE = Array.from({ length: 5 }, (_, i) => ({ body: String(i).repeat(16 *
 const LARGE_BODY = new RegExp(`^${[0, 1, 2, 3, 4].map((i) => `${i}{16384}`).join('')}$`);
 
 const CASES: Case[] = [
+  { desc: 'no file descriptor for the local connection (EMFILE): 503 naming RLIMIT_NOFILE, the local apiserver not reported down, no peer asked', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'EMFILE', notSent: true }]] }, wantStatus: 503, wantBody: /RLIMIT_NOFILE.*MVP_ERR_FD_LIMIT/, wantAsked: ['local'], wantHealth: [], wantMetrics: [] },
+  { desc: 'no file descriptor for a peer connection (EMFILE): 503 naming RLIMIT_NOFILE, no other peer tried, no upstream error counted', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ fail: 'EMFILE', notSent: true }]] }, wantStatus: 503, wantBody: /RLIMIT_NOFILE.*MVP_ERR_FD_LIMIT/, wantAsked: ['10.0.0.1:6443'], wantMetrics: [`apiserver_rerouted_request_total{code="503",${GVR}} 1`] },
+  { desc: 'the system is out of file descriptors (ENFILE): 503 naming the system limit', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ENFILE', notSent: true }]] }, wantStatus: 503, wantBody: /fs\.file-max.*MVP_ERR_FD_LIMIT/, wantAsked: ['local'] },
   { desc: 'local failover: a 429 with an 80 KiB body (a proxied backend\'s, no Status): relayed whole, not cut to the 64 KiB held', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ head: 429 }, ...LARGE, { end: true }]] }, wantStatus: 429, wantBody: LARGE_BODY, wantAsked: ['local'] },
   { desc: 'HEAD, nobody serves it, no peer reachable: the held local 404 keeps the length the apiserver gave of the body it did not send', method: 'HEAD', path: `${WIDGETS}/a`, servedBy: 'nobody', upstream: { local: [[{ head: 404, headers: 'Content-Type: application/json\r\nContent-Length: 120' }, { end: true }]], '10.0.0.1:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.2:6443': [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 404, wantLength: 120, wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'] },
   { desc: 'nobody serves it by the snapshot: a local 404 with an 80 KiB body is no Status: relayed whole as the answer, the peers not asked', path: `${WIDGETS}/a`, servedBy: 'nobody', upstream: { local: [[{ head: 404 }, ...LARGE, { end: true }]] }, wantStatus: 404, wantBody: LARGE_BODY, wantAsked: ['local'] },
@@ -270,6 +275,7 @@ for (const c of CASES) {
     assert.deepEqual(asked, c.wantAsked, 'pools asked, in order');
     assert.equal(ex.res.status, c.wantStatus, ex.res.body);
     if (c.wantBody) assert.match(ex.res.body, c.wantBody);
+    if (c.wantHealth) assert.deepEqual(health, c.wantHealth, 'told the local apiserver monitor');
     if (c.wantLength !== undefined) assert.equal(ex.res.head?.contentLength, c.wantLength, 'Content-Length');
     assert.equal(ex.res.destroyed, c.wantDestroyed ?? false, 'cut');
     if (!c.wantDestroyed) assert.ok(ex.res.ended, 'ended');
