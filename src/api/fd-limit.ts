@@ -54,13 +54,13 @@ export function fdLimitMessage(err: unknown): string {
   return `no connection to the apiserver could be opened: ${sys}; requests already open are not affected`;
 }
 
-/** Reported at most this often (a burst of requests at the limit would log one line each). */
+/** Each part reports at most this often (a burst of requests at the limit would log one line each). */
 const REPORT_EVERY_MS = 10_000;
-let lastReport = -Infinity;
+const lastReport = new Map<string, number>();
 
-/** Whether this shortage should be logged now: once per REPORT_EVERY_MS for the whole process. */
-export function reportFdShortage(now = Date.now()): boolean {
-  if (now - lastReport < REPORT_EVERY_MS) return false;
-  lastReport = now;
+/** Whether `part`'s shortage (the request path, a probe) should be logged now: once per REPORT_EVERY_MS each. */
+export function reportFdShortage(part: 'request' | 'peer-probe' | 'local-probe', now = Date.now()): boolean {
+  if (now - (lastReport.get(part) ?? -Infinity) < REPORT_EVERY_MS) return false;
+  lastReport.set(part, now);
   return true;
 }

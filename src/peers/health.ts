@@ -143,7 +143,7 @@ export class PeerHealth {
     }
     if (this.stopped || this.state.get(p.id) !== s) return; // left meanwhile
     if (noVerdict) {
-      if (reportFdShortage()) this.o.log.info(0, 'peer probe not made: mvproxy is out of file descriptors; the peer keeps its last state (logged once per 10 s)', { peer: p.id, address: p.address, err: why });
+      if (reportFdShortage('peer-probe')) this.o.log.info(0, 'peer probe not made: mvproxy is out of file descriptors; the peer keeps its last state (logged once per 10 s)', { peer: p.id, address: p.address, err: why });
       return;
     }
     const up = why === undefined;

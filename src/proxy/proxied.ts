@@ -446,7 +446,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
    * retries it after Retry-After. Not an upstream error: the upstream never saw the request.
    */
   private outOfFileDescriptors(err: Error & { code?: string }): void {
-    if (reportFdShortage()) this.c.log.info(0, 'out of file descriptors: new requests that need an upstream connection get a 503 until some are released (logged once per 10 s)', { err: errText(err), route: this.route, path: this.ex.path });
+    if (reportFdShortage('request')) this.c.log.info(0, 'out of file descriptors: new requests that need an upstream connection get a 503 until some are released (logged once per 10 s)', { err: errText(err), route: this.route, path: this.ex.path });
     if (this.route === 'peer') this.rerouted(ERRORS.MVP_ERR_FD_LIMIT.status);
     this.fail('MVP_ERR_FD_LIMIT', this.route, fdLimitMessage(err));
   }

@@ -83,7 +83,7 @@ export class LocalAPIServer {
     } catch (e) {
       const why = `/readyz: ${(e as Error & { code?: string }).code ?? (e as Error).message}`;
       if (isOutOfFileDescriptors(e)) {
-        if (reportFdShortage()) this.o.log.info(0, 'local apiserver probe not made: mvproxy is out of file descriptors; its state stays (logged once per 10 s)', { state: this.state, err: why });
+        if (reportFdShortage('local-probe')) this.o.log.info(0, 'local apiserver probe not made: mvproxy is out of file descriptors; its state stays (logged once per 10 s)', { state: this.state, err: why });
         return;
       }
       this.set('down', why);

@@ -17,8 +17,18 @@ export interface ChildDaemon {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function startChildDaemon(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ChildDaemon> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts'), ...args], {
+export interface ChildOptions {
+  /**
+   * RLIMIT_NOFILE of the daemon, soft and hard (prlimit(1) execs it with that limit: the same pid).
+   * Node.js raises the soft limit to the hard one at start, so only a lower hard limit holds.
+   */
+  nofile?: number;
+}
+
+export function startChildDaemon(args: string[], env: NodeJS.ProcessEnv = {}, o: ChildOptions = {}): Promise<ChildDaemon> {
+  const node = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts'), ...args];
+  const [cmd, ...argv] = o.nofile === undefined ? node : ['prlimit', `--nofile=${o.nofile}:${o.nofile}`, '--', ...node];
+  const proc = spawn(cmd!, argv, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
