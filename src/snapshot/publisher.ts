@@ -171,7 +171,7 @@ export class SnapshotPublisher {
    * wait the whole interval (30 s by default) before it was asked again.
    */
   private nextDelay(): number {
-    const failing = this.local === undefined || [...this.peerViews.values()].some((v) => !v.up);
+    const failing = this.local === undefined || [...this.peerViews.values()].some((v) => !v.up && v.leftAt === undefined); // a departed peer is not retried
     if (!failing) {
       this.failedStreak = 0;
       return this.o.refreshIntervalMs;
@@ -179,9 +179,9 @@ export class SnapshotPublisher {
     return Math.min(this.o.refreshIntervalMs, 1000 * 2 ** Math.min(this.failedStreak++, 10));
   }
 
-  /** When each peer's discovery was last fetched (Unix seconds), for mvproxy_peer_discovery_last_success_timestamp_seconds. */
+  /** When each member peer's discovery was last fetched (Unix seconds), for mvproxy_peer_discovery_last_success_timestamp_seconds; a peer that left takes its series with it. */
   *lastSuccess(): Iterable<readonly [peer: string, seconds: number]> {
-    for (const [id, v] of this.peerViews) if (Number.isFinite(v.lastGood)) yield [id, v.lastGood / 1000];
+    for (const [id, v] of this.peerViews) if (v.leftAt === undefined && Number.isFinite(v.lastGood)) yield [id, v.lastGood / 1000];
   }
 
   private async refreshOnce(): Promise<void> {

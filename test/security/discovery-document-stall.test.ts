@@ -145,33 +145,58 @@ async function whileClientAsks(port: number, work: () => Promise<void>): Promise
   let running = true;
   let answers = 0;
   const statuses = new Set<number>();
-  let head = '';
-  let remaining = -1; // body bytes still to come; -1 while the head is read
+  // The reader: a head, then a Content-Length body or a chunked one (the uWS front end answers a
+  // document written over several turns, over 1 MiB, chunked: src/listener/uws.ts TRYEND_STREAMS_RELIABLY).
+  let pending = Buffer.alloc(0); // bytes not yet consumed (a head or a chunk-size line in pieces)
+  let state: 'head' | 'body' | 'size' | 'crlf' | 'trailer' = 'head';
+  let remaining = 0; // bytes left of a Content-Length body or of the current chunk
+  let chunked = false;
+  const answered = (): boolean => {
+    state = 'head';
+    answers++;
+    // The next one a moment later, as a busy client would: not every turn of the loop.
+    if (running && answers < 100_000) setTimeout(() => socket.write(ask), 2);
+    else return true;
+    return false;
+  };
   const stopped = new Promise<void>((resolve, reject) => {
     socket.on('error', reject);
     socket.on('close', () => reject(new Error(`the connection closed after ${answers} answers`)));
-    socket.on('data', (chunk: Buffer) => {
+    socket.on('data', (data: Buffer) => {
+      const buf = pending.length > 0 ? Buffer.concat([pending, data]) : data;
+      pending = Buffer.alloc(0);
       let off = 0;
-      while (off < chunk.length) {
-        if (remaining < 0) {
-          head += chunk.toString('latin1', off);
-          const end = head.indexOf('\r\n\r\n');
-          if (end < 0) return;
-          statuses.add(Number(head.slice(9, 12)));
-          remaining = Number(/\r\ncontent-length: *(\d+)/i.exec(head.slice(0, end))?.[1] ?? 0);
-          off = chunk.length - (head.length - end - 4);
-          head = '';
+      while (off < buf.length) {
+        if (state === 'body') {
+          const take = Math.min(remaining, buf.length - off);
+          remaining -= take;
+          off += take;
+          if (remaining > 0) continue;
+          if (!chunked) {
+            if (answered()) return resolve();
+          } else state = 'crlf';
+          continue;
         }
-        const take = Math.min(remaining, chunk.length - off);
-        remaining -= take;
-        off += take;
-        if (remaining === 0) {
-          remaining = -1;
-          answers++;
-          // The next one a moment later, as a busy client would: not every turn of the loop.
-          if (running && answers < 100_000) setTimeout(() => socket.write(ask), 2);
-          else return resolve();
+        // head, chunk size, the CRLF after a chunk and the trailer are lines: wait for a whole one
+        const sep = state === 'head' ? '\r\n\r\n' : '\r\n';
+        const end = buf.indexOf(sep, off, 'latin1');
+        if (end < 0) {
+          pending = Buffer.from(buf.subarray(off));
+          return;
         }
+        const line = buf.toString('latin1', off, end);
+        off = end + sep.length;
+        if (state === 'head') {
+          statuses.add(Number(line.slice(9, 12)));
+          chunked = /\r\ntransfer-encoding: *chunked/i.test(line);
+          remaining = chunked ? 0 : Number(/\r\ncontent-length: *(\d+)/i.exec(line)?.[1] ?? 0);
+          state = chunked ? 'size' : 'body';
+          if (!chunked && remaining === 0 && answered()) return resolve();
+        } else if (state === 'size') {
+          remaining = parseInt(line, 16);
+          state = remaining === 0 ? 'trailer' : 'body';
+        } else if (state === 'crlf') state = 'size';
+        else if (line === '' && answered()) return resolve(); // the trailer's end: the answer is complete
       }
     });
   });
