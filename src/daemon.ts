@@ -35,6 +35,7 @@ import { startCertReload } from './lifecycle/reload';
 import { BearerTokenFile, withBearerToken } from './lifecycle/token';
 import { LocalAPIServer } from './snapshot/local-apiserver';
 import { readOpenFilesLimit } from './api/fd-limit';
+import { MemoryReturn } from './lifecycle/memory';
 
 /** Graceful shutdown waits at most this long for the identity Lease deletion (kubernetes#140242: never hang on the apiserver). */
 const LEASE_RELEASE_TIMEOUT_MS = 2_000;
@@ -310,6 +311,9 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();
+  // What a burst of requests held is given back once it ended (lifecycle/memory.ts).
+  const memory = new MemoryReturn({ inFlight: () => handler.inflight.size, peak: () => handler.inflight.peak(), log });
+  memory.start();
   metrics.heldBodiesSource = () => handler.heldBodies;
   metrics.peerDiscoverySuccessSource = () => publisher.lastSuccess();
   metrics.upstreamConnectionsSource = () => {
@@ -372,6 +376,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       lifecycle.to('stopped');
       peering?.stop();
       localAPIServer?.stop();
+      memory.stop();
       certReload.stop();
       token?.stop();
       for (const l of listeners) l.close();

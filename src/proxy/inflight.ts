@@ -43,8 +43,20 @@ export class InflightRequests {
     this.sweeper.unref();
   }
 
+  /** The most requests in flight at once since peak() was last asked (lifecycle/memory.ts: a burst shorter than its check interval counts too). */
+  private highWater = 0;
+
   add(r: Tracked): void {
     (r.longRunning ? this.streams : this.timed).add(r);
+    const n = this.timed.size + this.streams.size;
+    if (n > this.highWater) this.highWater = n;
+  }
+
+  /** The most requests in flight at once since the last call; starts over from the count now. */
+  peak(): number {
+    const p = Math.max(this.highWater, this.size);
+    this.highWater = this.size;
+    return p;
   }
 
   delete(r: Tracked): void {
