@@ -10,7 +10,10 @@ const v8 = require('node:v8');
 const inspector = require('node:inspector');
 const { writeFileSync } = require('node:fs');
 const out = () => `${process.env.MVPROXY_ALLOC_OUT}.${process.pid}`;
-const sites = process.env.MVPROXY_ALLOC_SITES === '1';
+// '1': every allocation; 'promoted': only what outlived the young generation (alive, or collected
+// by a major GC): the objects that make the old generation grow and the major GC pauses.
+const sites = process.env.MVPROXY_ALLOC_SITES === '1' || process.env.MVPROXY_ALLOC_SITES === 'promoted';
+const promotedOnly = process.env.MVPROXY_ALLOC_SITES === 'promoted';
 let profiler = null;
 let session = null;
 let startUsed = 0;
@@ -19,7 +22,7 @@ process.on('SIGUSR2', () => {
     if (sites) {
       session = new inspector.Session();
       session.connect();
-      session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !promotedOnly });
     }
     profiler = new v8.GCProfiler();
     profiler.start();

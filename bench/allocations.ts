@@ -24,7 +24,9 @@ const N = Number(argv[argv.indexOf('--requests') + 1] || 10_000) || 10_000;
 const WARMUP = 2_000;
 const CONNECTIONS = 8;
 const PROBE = join(__dirname, 'alloc-probe.cjs');
-const SITES = argv.includes('--sites');
+const SITES = argv.includes('--sites') || argv.includes('--promoted');
+/** --promoted: sites of what outlived the young generation only (alloc-probe.cjs). */
+const PROMOTED = argv.includes('--promoted');
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -85,7 +87,7 @@ async function main(): Promise<void> {
     const be = await startBackend({});
     procs.push(be.proc);
     const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c']);
-    if (SITES) process.env.MVPROXY_ALLOC_SITES = '1';
+    if (SITES) process.env.MVPROXY_ALLOC_SITES = PROMOTED ? 'promoted' : '1';
     const nodeFlags = ['--require', PROBE];
     const B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime: 'dist', nodeFlags });
     const peers = { [B.serverID]: `127.0.0.1:${B.peerPort}` };

@@ -247,6 +247,13 @@ export class ResponseParser {
   /** The head of the response under way (its framing decides the body states). */
   head: UpstreamHead | null = null;
 
+  /** The response ended: the parser keeps nothing of it (the connection is idle, maybe for long). */
+  detach(): void {
+    this.sink = null;
+    this.head = null;
+    this.pending = null;
+  }
+
   reset(sink: ResponseSink, noBody: boolean, fromAPIServer: boolean): void {
     this.sink = sink;
     this.noBody = noBody;
