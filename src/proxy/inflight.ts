@@ -24,13 +24,60 @@ export interface Tracked {
   abandon(err: Error): boolean;
   /** Ends a streaming answer cleanly (shutdown). */
   endCleanly(): void;
+  /** Where the registry keeps it (Slots); -1 while it is not in it. */
+  inflightSlot: number;
+}
+
+/**
+ * Requests in an array, each knowing its index: add and delete are a store and a swap, no
+ * allocation. A JS Set here (45,000 adds and deletes a second under wrk) made the old generation
+ * grow by ~40 MB every 0.6 s (its hash table is rebuilt as deleted entries pile up; each new table
+ * and the requests it still pointed to outlived the young generation's collections): a 5-7 ms
+ * mark-compact every 0.6 s, the p99. Without it (uws/get, wrk, 50 connections, 13 s): 17 -> 5
+ * mark-compacts, p99 9.4 -> 5.4 ms.
+ */
+class Slots {
+  private readonly items: Tracked[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  add(r: Tracked): void {
+    r.inflightSlot = this.items.length;
+    this.items.push(r);
+  }
+
+  delete(r: Tracked): void {
+    const i = r.inflightSlot;
+    if (i < 0 || this.items[i] !== r) return;
+    const last = this.items.pop()!;
+    if (last !== r) {
+      this.items[i] = last;
+      last.inflightSlot = i;
+    }
+    r.inflightSlot = -1;
+  }
+
+  /** Every request, last first (a delete of the one given is safe: the last one moves into its slot, and was visited). */
+  forEach(fn: (r: Tracked) => void): void {
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const r = this.items[i];
+      if (r !== undefined) fn(r);
+    }
+  }
+
+  /** A copy, for callers that end requests other than the one they are given. */
+  toArray(): Tracked[] {
+    return this.items.slice();
+  }
 }
 
 export class InflightRequests {
   /** Non-long-running requests, each with a deadline. */
-  private readonly timed = new Set<Tracked>();
+  private readonly timed = new Slots();
   /** Long-running requests (watches, logs -f), ended cleanly at shutdown, timed out only while their head has not come. */
-  private readonly streams = new Set<Tracked>();
+  private readonly streams = new Slots();
   /**
    * One sweep for every deadline instead of a timer per request (the relay's client has none of its
    * own): a request is cut at most DEADLINE_SWEEP_MS after its deadline, whether its upstream is
@@ -71,15 +118,21 @@ export class InflightRequests {
   private expireOverdue(): void {
     if (this.timed.size === 0 && this.streams.size === 0) return;
     const now = performance.now();
-    for (const r of this.timed) if (r.deadline < now) r.expire();
+    // Collected first: expire() may end the request (a delete) or any other.
+    const overdue: Tracked[] = [];
+    const check = (r: Tracked) => {
+      if (r.deadline < now) overdue.push(r);
+    };
+    this.timed.forEach(check);
     // A stream's deadline is its head's (Infinity once the head arrived).
-    for (const r of this.streams) if (r.deadline < now) r.expire();
+    this.streams.forEach(check);
+    for (const r of overdue) r.expire();
   }
 
   /** What is being proxied now (mvproxy_inflight_requests, read at scrape time). */
   *inFlight(): Iterable<InFlight> {
-    for (const r of this.streams) yield { route: r.route, longRunning: true };
-    for (const r of this.timed) yield { route: r.route, longRunning: false };
+    for (const r of this.streams.toArray()) yield { route: r.route, longRunning: true };
+    for (const r of this.timed.toArray()) yield { route: r.route, longRunning: false };
   }
 
   /**
@@ -91,7 +144,7 @@ export class InflightRequests {
   abandonPeer(address: string, why: string): number {
     let n = 0;
     for (const set of [this.timed, this.streams]) {
-      for (const r of [...set]) if (r.peerAddress === address && r.abandon(new PeerDownError(why))) n++;
+      for (const r of set.toArray()) if (r.peerAddress === address && r.abandon(new PeerDownError(why))) n++;
     }
     return n;
   }
@@ -99,7 +152,7 @@ export class InflightRequests {
   /** Shutdown: ends every watch and log stream cleanly; returns how many there were. */
   endStreams(): number {
     const n = this.streams.size;
-    for (const r of [...this.streams]) r.endCleanly();
+    for (const r of this.streams.toArray()) r.endCleanly();
     return n;
   }
 

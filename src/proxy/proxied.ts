@@ -499,6 +499,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   }
 
   // Tracked: what the in-flight registry asks.
+  inflightSlot = -1;
 
   /** Past the deadline: 504 while no answer went out (a stream's head, or a whole request), else the response is cut. */
   expire(): void {
