@@ -177,7 +177,11 @@ for (const frontend of FRONTENDS) {
       assert.doesNotMatch(log, /peer failed its health probe/, 'no peer flap');
       assert.doesNotMatch(log, /the local apiserver is (down|draining)/, 'no local flap');
       assert.match(log, /out of file descriptors: new requests/, 'the request path logged the shortage');
-      assert.match(log, /peer probe not made: mvproxy is out of file descriptors/, `the peer probe logged the shortage: ${log}`);
+      // On node the clients' HTTP/2 connection stays open, so every peer probe meets the shortage.
+      // On uWS each refused client connection closes and gives a descriptor back, which a probe
+      // may take first (one run in ~10 here): there the probe's verdict is checked above (no
+      // flap) whenever it met the shortage, and its log is not required.
+      if (frontend === 'node') assert.match(log, /peer probe not made: mvproxy is out of file descriptors/, `the peer probe logged the shortage: ${log}`);
 
       // Watches end: their descriptors come back and requests are served again.
       for (const w of watches) w.close();
