@@ -1,0 +1,452 @@
+// npm run test:scale (issue 33 §4, issue 29 §5): watches at cluster scale against real kube-apiserver
+// v1.37.2, so that what broke there (every gzip watch on uWS, HTTP/2 disconnects leaking watches)
+// cannot come back unseen, and so that issue 29's targets are read off one run.
+//
+// The plane of test/kube (one etcd, kube-apiserver v1.34.4 and v1.37.2) with an mvproxy pair per
+// front end beside them (the compiled build, the image's environment with jemalloc preloaded). The
+// client is test/kube/go/cmd/watchload: W client-go watch-lists (defaults: HTTP/2 where offered,
+// gzip) in one process, one shared transport. Cases, each against the v1.37.2 apiserver:
+//   <fe>-local  client -> mvproxy beside v1.37.2 -> apiserver: ConfigMaps (both apiservers serve
+//               them), the typed clientset (protobuf, as kubelet and the built-in controllers)
+//   <fe>-peer   client -> mvproxy A beside v1.34.4 -> mvproxy B -> apiserver: ClusterTrustBundles
+//               (certificates.k8s.io/v1, which v1.34.4 does not serve), the dynamic client (JSON, as
+//               informers of custom resources; the encoding whose gzip watch-lists uWS corrupted)
+//   direct-local / direct-peer   the same kinds, client-go straight to the apiserver: the anchor
+// Per case: W watches established (every one got its initial-events-end bookmark), RSS and fds held
+// per idle watch, connections into the apiserver; an idle CPU baseline (watches open, no events),
+// then 50 patches of the object, every watcher must get every one (delivery latency from the time
+// the updater wrote into the object); CPU per delivered event net of the idle baseline. Then the
+// client process exits (the kernel closes its connections: HTTP/2 against the node front end and
+// direct, HTTP/1.1 against uWS, which offers no h2) and within RELEASE_MS every in-flight entry,
+// upstream stream and HTTP/1.1 connection must be gone and the fds back (HTTP/2 sessions to the
+// apiserver stay pooled until 30 s idle: at the end of the run all of them must be closed too).
+// Fails (exit 1) on a missing event, a watch that ended, or anything not released.
+//
+//   npm run test:scale                          W = 2,000 (MVPROXY_SCALE_WATCHES or --watches)
+//   npm run test:scale -- --watches 200 --cases node-local,direct-local [--mvproxy-build DIR]
+//
+// Prints progress on stderr and ONE JSON line on stdout; also writes bench/results/scale-<time>.json.
+
+import { readdirSync, readFileSync, readlinkSync, existsSync, writeFileSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { cpuSeconds, memory, round, sleep, startProc } from './lib';
+import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
+import { BIN_DIR, NEW, OLD, startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
+import { startMvproxies, type Frontend, type Member } from '../test/kube/support/mvproxy';
+import { httpsGet } from '../test/kube/support/processes';
+
+// ---------------------------------------------------------------- options
+
+const argv = process.argv.slice(2);
+const str = (n: string): string | undefined => {
+  const i = argv.findIndex((a) => a === n || a.startsWith(n + '='));
+  if (i === -1) return undefined;
+  return argv[i]!.includes('=') ? argv[i]!.slice(n.length + 1) : argv[i + 1];
+};
+const num = (n: string, d: number) => (str(n) === undefined ? d : Number(str(n)));
+
+const W = num('--watches', Number(process.env.MVPROXY_SCALE_WATCHES ?? 2000));
+const UPDATES = num('--updates', 50);
+/** Between patches: at W = 2,000 one patch is ~2,000 events through three processes on 2 cores. */
+const INTERVAL_MS = num('--interval-ms', 200);
+const IDLE_MS = num('--idle-ms', 2000);
+/** After the watches are established, before RSS and fds are read (the last handshakes' garbage). */
+const SETTLE_MS = num('--settle-ms', 2000);
+/** Every stream, in-flight entry, HTTP/1.1 connection and fd released within this after the client left. */
+const RELEASE_MS = num('--release-ms', 10_000);
+/** An idle upstream HTTP/2 session closes 30 s after its last stream (src/upstream/h2/origin.ts). */
+const H2_IDLE_MS = 30_000;
+const ALL_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'direct-local', 'direct-peer'];
+const CASES = (str('--cases') ?? ALL_CASES.join(',')).split(',').filter(Boolean);
+const TIME_LIMIT_MS = num('--time-limit-s', 900) * 1000;
+/** Another compiled mvproxy (DIR/src/main.js, e.g. a mutated copy) instead of compiling src/ into bench/.build. */
+const MVPROXY_BUILD = str('--mvproxy-build');
+/** fds and connections that may come and go without a watch (a metrics scrape, a peer probe, discovery). */
+const SLACK = 6;
+
+const say = (s: string) => process.stderr.write(`test:scale: ${s}\n`);
+
+// ---------------------------------------------------------------- what is measured
+
+/** Sockets (inodes) a process holds. */
+function socketInodes(pid: number): Set<string> {
+  const out = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        if (l.startsWith('socket:[')) out.add(l.slice(8, -1));
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  } catch {
+    /* gone */
+  }
+  return out;
+}
+
+function fds(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Established TCP connections to 127.0.0.1:port, optionally only those whose client end pid holds. */
+function connectionsTo(port: number, pid?: number): number {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const mine = pid === undefined ? undefined : socketInodes(pid);
+  let n = 0;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || f[3] !== '01' || !f[2]!.endsWith(hex)) continue;
+    if (mine && !mine.has(f[9]!)) continue;
+    n++;
+  }
+  return n;
+}
+
+interface Gauges {
+  inflightLong: number;
+  inflight: number;
+  h1: number;
+  h2: number;
+  streams: number;
+}
+
+async function gauges(m: Member): Promise<Gauges> {
+  const text = await (await fetch(`${m.metricsURL}/metrics`)).text();
+  const g: Gauges = { inflightLong: 0, inflight: 0, h1: 0, h2: 0, streams: 0 };
+  for (const line of text.split('\n')) {
+    const r = /^(mvproxy_inflight_requests|mvproxy_upstream_connections|mvproxy_upstream_streams)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!r) continue;
+    const v = Number(r[3]);
+    if (r[1] === 'mvproxy_inflight_requests') {
+      g.inflight += v;
+      if (r[2]!.includes('long_running="true"')) g.inflightLong += v;
+    } else if (r[1] === 'mvproxy_upstream_streams') g.streams += v;
+    else if (r[2]!.includes('protocol="h2"')) g.h2 += v;
+    else g.h1 += v;
+  }
+  return g;
+}
+
+interface ProxyState {
+  gauges: Gauges;
+  fds: number;
+  rss: number;
+}
+
+/** Watches the apiserver serves now (apiserver_longrunning_requests{verb="WATCH"}, every resource). */
+async function apiserverWatches(plane: KubeControlPlane): Promise<number> {
+  const r = await httpsGet(`${plane.apiservers[1]!.url}/metrics`, { ca: readFileSync(plane.pki.caFile, 'utf8'), cert: plane.admin.cert, key: plane.admin.key });
+  if (r.status !== 200) throw new Error(`apiserver /metrics: ${r.status} ${r.body.slice(0, 200)}`);
+  let n = 0;
+  let found = false;
+  for (const m of r.body.matchAll(/^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/gm)) {
+    found = true;
+    if (m[1]!.includes('verb="WATCH"')) n += Number(m[2]);
+  }
+  if (!found) throw new Error('apiserver /metrics has no apiserver_longrunning_requests');
+  return n;
+}
+
+async function proxyState(m: Member): Promise<ProxyState> {
+  const pid = m.proc.child.pid!;
+  return { gauges: await gauges(m), fds: fds(pid), rss: memory(pid).rss };
+}
+
+/** Debian's libjemalloc2, preloaded as the image preloads its copy (Dockerfile), when installed. */
+function jemalloc(): Record<string, string> {
+  const dir = readdirSync('/usr/lib').find((d) => d.endsWith('-linux-gnu') && existsSync(`/usr/lib/${d}/libjemalloc.so.2`));
+  return dir ? { LD_PRELOAD: `/usr/lib/${dir}/libjemalloc.so.2` } : {};
+}
+
+// ---------------------------------------------------------------- a case
+
+interface Case {
+  id: string;
+  frontend: Frontend | 'direct';
+  route: 'local' | 'peer';
+  /** Where the watches go. */
+  url: string;
+  kind: 'configmaps' | 'clustertrustbundles';
+  /** The mvproxies on the way, the entry first (the one that dials the apiserver last). */
+  proxies: Member[];
+}
+
+interface Established {
+  watches: number;
+  ms: number;
+  protocols: string[];
+  clientConnections: number;
+  reopened: number;
+}
+
+interface Delivered {
+  expected: number;
+  delivered: number;
+  watchesShort: number;
+  watchesClosedEarly: number;
+  watchError: string;
+  patchErrors: number;
+  firstPatchError: string;
+  lastEventAfterMs: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number };
+}
+
+interface CaseResult {
+  watches: number;
+  protocol: string;
+  establishS: number;
+  /** Connections the client opened (to mvproxy, or to the apiserver for direct). */
+  clientConnections: number;
+  /** Connections into the apiserver held while the watches are open, by the mvproxy that dials it (all of them) or, for direct, by the client. */
+  apiserverConnections: number;
+  /** Between the two mvproxies (peer route). */
+  peerConnections?: number;
+  rssKiBPerWatch?: number[];
+  fdsPerWatch?: number[];
+  cpuUsPerEvent: { mvproxy?: number; mvproxyEach?: number[]; apiserver: number; mvproxyShareOfApiserver?: number };
+  events: { expected: number; delivered: number };
+  deliveryMs: { p50: number; p90: number; p99: number; max: number };
+  lastEventAfterMs: number;
+  vsDirect?: { p50: number; p99: number };
+  /** From the client's exit until mvproxy and the apiserver released everything. */
+  releaseMs?: number;
+  caseS?: number;
+}
+
+const failures: string[] = [];
+function fail(what: string): void {
+  failures.push(what);
+  say(`FAIL ${what}`);
+}
+
+async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promise<CaseResult | undefined> {
+  const api = plane.apiservers[1]!;
+  const apiPid = api.proc.child.pid!;
+  const dialer = c.proxies[c.proxies.length - 1];
+  const pids = [...c.proxies.map((m) => m.proc.child.pid!), apiPid];
+  const before = await Promise.all(c.proxies.map(proxyState));
+  const watches0 = await apiserverWatches(plane);
+  const caseT0 = performance.now();
+  const peerConns0 = c.route === 'peer' && c.proxies.length === 2 ? connectionsTo(c.proxies[1]!.peerPort, c.proxies[0]!.proc.child.pid!) : 0;
+
+  const client = startProc(`watchload-${c.id}`, join(BIN_DIR, 'watchload'), [
+    `-kubeconfig=${adminKC}`,
+    `-server=${c.url}`,
+    `-update-server=${api.url}`,
+    `-kind=${c.kind}`,
+    `-client=${c.route === 'local' ? 'typed' : 'dynamic'}`,
+    '-namespace=scale',
+    `-name=scale-${c.kind === 'configmaps' ? 'cm' : 'ctb'}`,
+    `-bundle-file=${plane.pki.caFile}`,
+    `-watches=${W}`,
+    `-updates=${UPDATES}`,
+    `-interval=${INTERVAL_MS}ms`,
+  ], { stdin: 'pipe' });
+  const line = async (phase: string, timeoutMs: number) => {
+    const m = await client.waitFor(new RegExp(`\\{[^\\n]*"phase":"(?:${phase}|fatal)"[^\\n]*\\}\\n`), timeoutMs);
+    const o = JSON.parse(m[0]) as Record<string, unknown>;
+    if (o.phase === 'fatal') throw new Error(`watchload: ${String(o.error)}`);
+    return o;
+  };
+  try {
+    const est = (await line('established', 180_000)) as unknown as Established;
+    await sleep(SETTLE_MS);
+    const held = await Promise.all(c.proxies.map(proxyState));
+    const clientPid = client.pid;
+    // All the connections the dialer holds into the apiserver (its probes' and discovery's too; for
+    // direct the client's, the updater's included): what the apiserver has to serve for them.
+    const apiConns = connectionsTo(api.port, dialer ? dialer.proc.child.pid! : clientPid);
+    const peerConns = c.route === 'peer' && c.proxies.length === 2 ? connectionsTo(c.proxies[1]!.peerPort, c.proxies[0]!.proc.child.pid!) - peerConns0 : undefined;
+
+    // Idle baseline with the watches open, then the updates, over measured windows.
+    const i0 = pids.map(cpuSeconds);
+    const it0 = performance.now();
+    await sleep(IDLE_MS);
+    const idle = pids.map((p, i) => (cpuSeconds(p) - i0[i]!) / ((performance.now() - it0) / 1000));
+    const c0 = pids.map(cpuSeconds);
+    const t0 = performance.now();
+    client.child.stdin!.write('update\n');
+    const del = (await line('delivered', UPDATES * INTERVAL_MS + 120_000)) as unknown as Delivered;
+    const wallS = (performance.now() - t0) / 1000;
+    const cpu = pids.map((p, i) => cpuSeconds(p) - c0[i]! - idle[i]! * wallS);
+    const perEvent = (s: number) => round(del.delivered > 0 ? (s / del.delivered) * 1e6 : NaN, 2);
+
+    if (del.patchErrors > 0) fail(`${c.id}: ${del.patchErrors} of ${UPDATES} patches failed: ${del.firstPatchError}`);
+    if (del.delivered < del.expected) fail(`${c.id}: ${del.expected - del.delivered} of ${del.expected} events missing (${del.watchesShort} watches short, ${del.watchesClosedEarly} ended${del.watchError ? `; ${del.watchError.slice(0, 200)}` : ''})`);
+    else if (del.watchesClosedEarly > 0) fail(`${c.id}: ${del.watchesClosedEarly} watches ended before the client did`);
+    const mv = cpu.slice(0, c.proxies.length);
+    const apiserver = perEvent(cpu[cpu.length - 1]!);
+    const res: CaseResult = {
+      watches: est.watches,
+      protocol: est.protocols.join('+'),
+      establishS: round(est.ms / 1000, 1),
+      clientConnections: est.clientConnections,
+      apiserverConnections: apiConns,
+      ...(peerConns !== undefined ? { peerConnections: peerConns } : {}),
+      ...(c.proxies.length ? { rssKiBPerWatch: held.map((h, i) => round((h.rss - before[i]!.rss) / 1024 / W, 1)), fdsPerWatch: held.map((h, i) => round((h.fds - before[i]!.fds) / W, 3)) } : {}),
+      cpuUsPerEvent: c.proxies.length
+        ? { mvproxy: perEvent(mv.reduce((a, b) => a + b, 0)), ...(mv.length > 1 ? { mvproxyEach: mv.map(perEvent) } : {}), apiserver, mvproxyShareOfApiserver: round(mv.reduce((a, b) => a + b, 0) / cpu[cpu.length - 1]!, 2) }
+        : { apiserver },
+      events: { expected: del.expected, delivered: del.delivered },
+      deliveryMs: del.latencyMs,
+      lastEventAfterMs: del.lastEventAfterMs,
+    };
+    say(`${c.id}: ${est.watches} watches (${res.protocol}) in ${res.establishS} s over ${res.clientConnections} client connections; apiserver connections ${apiConns}${peerConns !== undefined ? `, A->B ${peerConns}` : ''}; ${res.rssKiBPerWatch ? `RSS ${res.rssKiBPerWatch.join('+')} KiB/watch, fds ${res.fdsPerWatch!.join('+')}/watch; ` : ''}events ${del.delivered}/${del.expected}; CPU/event mvproxy ${res.cpuUsPerEvent.mvproxy ?? '-'} us, apiserver ${apiserver} us; delivery p50 ${del.latencyMs.p50} p99 ${del.latencyMs.p99} ms`);
+
+    // The client goes away: every connection of it closed by the kernel at exit.
+    const exited = new Promise((r) => (client.exited ? r(undefined) : client.child.once('exit', r)));
+    client.child.stdin!.end('exit\n');
+    await Promise.race([exited, sleep(10_000)]);
+    if (!client.exited) await client.stop('SIGKILL', 1000);
+    const gone = performance.now();
+    if (c.proxies.length) {
+      let last: ProxyState[] = [];
+      const released = (now: ProxyState[]) =>
+        now.every((s, i) => {
+          const b = before[i]!;
+          const idleH2 = Math.max(0, s.gauges.h2 - b.gauges.h2);
+          return s.gauges.inflightLong <= b.gauges.inflightLong && s.gauges.streams <= b.gauges.streams && s.gauges.h1 <= b.gauges.h1 + 1 && s.fds <= b.fds + idleH2 + SLACK;
+        });
+      for (;;) {
+        last = await Promise.all(c.proxies.map(proxyState));
+        if (released(last)) {
+          res.releaseMs = Math.round(performance.now() - gone);
+          break;
+        }
+        if (performance.now() - gone > RELEASE_MS) {
+          fail(`${c.id}: not released ${RELEASE_MS} ms after the client (${res.protocol}) left: ${c.proxies.map((m, i) => `${m.name}: in flight (long-running) ${before[i]!.gauges.inflightLong} -> ${last[i]!.gauges.inflightLong}, upstream streams ${before[i]!.gauges.streams} -> ${last[i]!.gauges.streams}, HTTP/1.1 connections ${before[i]!.gauges.h1} -> ${last[i]!.gauges.h1}, h2 ${before[i]!.gauges.h2} -> ${last[i]!.gauges.h2}, fds ${before[i]!.fds} -> ${last[i]!.fds}`).join('; ')}`);
+          break;
+        }
+        await sleep(250);
+      }
+      say(`${c.id}: released in ${res.releaseMs ?? '>' + RELEASE_MS} ms (fds ${last.map((s, i) => `${before[i]!.fds} -> ${held[i]!.fds} -> ${s.fds}`).join(', ')}; upstream h2 sessions kept for reuse ${last.map((s) => s.gauges.h2).join(', ')})`);
+    }
+    // And the apiserver: every watch of the client ended there too (the peer route's second hop included).
+    let w = await apiserverWatches(plane);
+    while (w > watches0 && performance.now() - gone < RELEASE_MS) {
+      await sleep(500);
+      w = await apiserverWatches(plane);
+    }
+    if (w > watches0) fail(`${c.id}: the apiserver still serves ${w - watches0} of the client's watches ${RELEASE_MS} ms after it left`);
+    else res.releaseMs = Math.max(res.releaseMs ?? 0, Math.round(performance.now() - gone));
+    res.caseS = round((performance.now() - caseT0) / 1000, 1);
+    return res;
+  } catch (e) {
+    fail(`${c.id}: ${(e as Error).message.slice(0, 600)}`);
+    return undefined;
+  } finally {
+    if (!client.exited) await client.stop('SIGKILL', 1000);
+  }
+}
+
+// ---------------------------------------------------------------- main
+
+const cleanups: (() => Promise<unknown>)[] = [];
+
+async function main(): Promise<number> {
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  for (const c of CASES) if (!ALL_CASES.includes(c)) throw new Error(`--cases: ${c} is not one of ${ALL_CASES.join(', ')}`);
+  if (!existsSync(join(BIN_DIR, 'watchload'))) throw new Error(`${join(BIN_DIR, 'watchload')} is missing: scripts/kube-build.sh builds it (npm run test:scale runs it first)`);
+  const frontends = (['node', 'uws'] as const).filter((f) => CASES.some((c) => c.startsWith(`${f}-`)));
+  const dist = frontends.length && !MVPROXY_BUILD ? buildDist() : undefined;
+  if (dist) throw new Error(`compiling src/ failed: ${dist}`);
+
+  // The suite's plane without its audit log (kubeadm turns none on; blocking, it is a write per request).
+  const noAudit = ['--audit-log-path='];
+  const plane = await startControlPlane([{ name: 'kube-old', version: OLD, args: noAudit }, { name: 'kube-new', version: NEW, args: noAudit }]);
+  cleanups.push(() => plane.stop());
+  const api = plane.apiservers[1]!;
+  say(`plane up in ${round((performance.now() - t0) / 1000, 1)} s: kube-apiserver ${api.version} pid ${api.proc.child.pid}, ${OLD} beside it`);
+  const adminKC = plane.kubeconfig('admin', { cert: plane.admin });
+
+  const pairs = new Map<Frontend, Member[]>();
+  for (const f of frontends) {
+    // As in the image: the compiled build, its environment, jemalloc; discovery at the default 30 s.
+    const members = await startMvproxies(plane, { frontend: f, extraArgs: ['--discovery-refresh-interval=30s'], command: { entry: [join(MVPROXY_BUILD ?? BUILD_DIR, 'src', 'main.js')], env: { ...IMAGE_ENV, ...jemalloc() } } });
+    cleanups.push(() => Promise.all(members.map((m) => m.stop())));
+    pairs.set(f, members);
+    say(`mvproxy pair (${f}): pids ${members.map((m) => m.proc.child.pid).join(', ')}`);
+  }
+  const start = new Map<Member, ProxyState>();
+  for (const ms of pairs.values()) for (const m of ms) start.set(m, await proxyState(m));
+
+  const apiConnsStart = connectionsTo(api.port);
+  const results: Record<string, CaseResult> = {};
+  for (const id of CASES) {
+    const [fe, route] = id.split('-') as [Frontend | 'direct', 'local' | 'peer'];
+    const kind = route === 'local' ? 'configmaps' : 'clustertrustbundles';
+    const members = fe === 'direct' ? [] : pairs.get(fe)!;
+    // Local: the member beside v1.37.2. Peer: the member beside v1.34.4, which has no such kind.
+    const proxies = fe === 'direct' ? [] : route === 'local' ? [members[1]!] : [members[0]!, members[1]!];
+    const url = fe === 'direct' ? api.url : proxies[0]!.url;
+    const r = await runCase({ id, frontend: fe, route, url, kind, proxies }, plane, adminKC);
+    if (r) results[id] = r;
+  }
+  for (const [id, r] of Object.entries(results)) {
+    const d = results[`direct-${id.split('-')[1]}`];
+    if (d && !id.startsWith('direct')) r.vsDirect = { p50: round(r.deliveryMs.p50 / d.deliveryMs.p50, 2), p99: round(r.deliveryMs.p99 / d.deliveryMs.p99, 2) };
+  }
+
+  // Every upstream connection released: the pooled HTTP/2 sessions too, once idle past their 30 s.
+  const end = performance.now() + H2_IDLE_MS + RELEASE_MS;
+  for (const [m, s0] of start) {
+    let s = await proxyState(m);
+    while ((s.gauges.h2 > s0.gauges.h2 || s.gauges.h1 > s0.gauges.h1 + 1 || s.fds > s0.fds + SLACK) && performance.now() < end) {
+      await sleep(500);
+      s = await proxyState(m);
+    }
+    if (s.gauges.h2 > s0.gauges.h2 || s.gauges.h1 > s0.gauges.h1 + 1 || s.fds > s0.fds + SLACK) fail(`${m.name} (${m.proc.name}): upstream connections or fds not back ${round((H2_IDLE_MS + RELEASE_MS) / 1000)} s after its last watch: h2 ${s0.gauges.h2} -> ${s.gauges.h2}, HTTP/1.1 ${s0.gauges.h1} -> ${s.gauges.h1}, fds ${s0.fds} -> ${s.fds}`);
+  }
+
+  let apiConns = connectionsTo(api.port);
+  while (apiConns > apiConnsStart + SLACK && performance.now() < end) {
+    await sleep(500);
+    apiConns = connectionsTo(api.port);
+  }
+  if (apiConns > apiConnsStart + SLACK) fail(`connections into the apiserver not back at the end: ${apiConnsStart} -> ${apiConns}`);
+
+  const out = {
+    schema: 'mvproxy-test-scale/1',
+    startedAt,
+    elapsedS: round((performance.now() - t0) / 1000, 1),
+    machine: { cpus: os.cpus().length, node: process.version, kubeApiserver: api.version },
+    settings: { watches: W, updates: UPDATES, intervalMs: INTERVAL_MS, client: 'client-go v0.37.2 watch-lists, defaults (h2 by ALPN, gzip; QPS limiter off): typed clientset (protobuf) on the local route, dynamic client (JSON) on the peer route', mvproxy: `${MVPROXY_BUILD ?? 'src/ compiled into bench/.build'}, image environment, jemalloc` },
+    cases: results,
+    ok: failures.length === 0,
+    failures,
+  };
+  const dir = join(__dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `scale-${startedAt.replace(/[:.]/g, '-')}.json`), JSON.stringify(out, null, 2) + '\n');
+  process.stdout.write(JSON.stringify(out) + '\n');
+  return failures.length ? 1 : 0;
+}
+
+const watchdog = setTimeout(() => {
+  say(`time limit of ${TIME_LIMIT_MS / 1000} s reached; stopping`);
+  void cleanup().finally(() => process.exit(1));
+}, TIME_LIMIT_MS);
+
+async function cleanup(): Promise<void> {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  cleanups.length = 0;
+}
+
+void main()
+  .catch((e: unknown) => {
+    say((e as Error).stack ?? String(e));
+    return 1;
+  })
+  .then(async (code) => {
+    clearTimeout(watchdog);
+    await cleanup();
+    process.exit(code);
+  });
