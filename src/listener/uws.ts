@@ -8,12 +8,18 @@
 //   (one syscall; +10–12 % GET throughput measured in a prototype, docs/dependencies.md §5);
 // - a relayed body is never altered (no byte added, none dropped). This uWS build completes a
 //   response head only with the first body byte (write('') returns before the head's final CRLF;
-//   there is no flush), so a long-running response goes out with its first body bytes: a gzip
-//   watch-list at once (its initial events and bookmark follow the head at once), an
-//   identity-encoded watch with no event yet when its first event or bookmark comes (README,
-//   Limitations). It used to get one space (a JSON filler) to push its 200 out now: that byte
-//   corrupted every gzip-encoded watch (issue 33: kube-apiserver 1.37 gzips watch-lists for Go
-//   clients, which send Accept-Encoding: gzip by default).
+//   there is no flush), so a long-running response goes out with its first body bytes. One
+//   exception, on the client listener only: a long-running 200 whose body is identity-encoded
+//   `application/json` (a JSON watch) gets one space first (JSON_STREAM_LEAD). kube-apiserver
+//   flushes a watch's head at once, and Go's client (client-go's Watch(), so an informer or a
+//   controller that watches, then writes) returns only with the head: without it a watch of a
+//   quiet resource returned with its first event, up to timeoutSeconds later, and a client with a
+//   request timeout failed (test/kube/routing.test.ts waited 60 s). JSON allows whitespace before
+//   a value (RFC 8259 §2) and every watch decoder skips it (client-go's json framer, Python's and
+//   JavaScript's line readers). Nothing is added to any other body: a gzip or protobuf watch goes
+//   out with its first bytes (a space there corrupted every gzip watch: issue 33; kube-apiserver
+//   1.37 gzips watch-lists for Go clients), and the peer listener adds nothing (the client
+//   listener that relays its answer does).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
@@ -75,6 +81,8 @@ export class UwsResponse implements ClientResponse {
   constructor(
     private readonly res: HttpResponse,
     private readonly state: ListenerState,
+    /** The client listener's responses: a JSON watch's head goes out at once (see the top of this file). */
+    private readonly jsonStreamLead: boolean,
   ) {
     res.onWritable((offset) => this.writable(offset));
   }
@@ -108,10 +116,11 @@ export class UwsResponse implements ClientResponse {
    * `flushNow` cannot be honoured here: this build sends a head only with a body byte, and mvproxy
    * adds none to a body it relays (see the top of this file). The head goes out with the first chunk.
    */
-  writeHead(status: number, head: ResponseHead, _flushNow: boolean): void {
+  writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
     this.status = status;
     this.head = head;
     this.length = head.contentLength;
+    if (flushNow && this.jsonStreamLead && status === 200 && head.contentLength < 0 && isIdentityJSON(head)) this.write(JSON_STREAM_LEAD);
   }
 
   private writeHeadNow(): void {
@@ -405,7 +414,7 @@ class UwsExchange implements Exchange {
   /** Peer listener (listenPeerUWS): why this connection's certificate may not use it, or null. */
   peerProblem: string | null = null;
 
-  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, clientCertificates: boolean) {
+  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, clientCertificates: boolean, jsonStreamLead: boolean) {
     this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
@@ -429,7 +438,7 @@ class UwsExchange implements Exchange {
     // uSockets with ca_file_name verifies a certificate the client sends (SSL_VERIFY_PEER: one that
     // does not verify fails the handshake) and lets clients without one through (bearer tokens).
     if (clientCertificates) this.identity = resIdentity(res);
-    this.res = new UwsResponse(res, state);
+    this.res = new UwsResponse(res, state, jsonStreamLead);
     res.onAborted(() => {
       this.res.aborted = true;
       this.clientClosed = true;
@@ -631,7 +640,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
         return;
       }
     }
-    const ex = new UwsExchange(res, req, holder.state, holder.clientCertificates);
+    const ex = new UwsExchange(res, req, holder.state, holder.clientCertificates, holder.peerProblem === undefined);
     if (holder.peerProblem) ex.peerProblem = holder.peerProblem(res);
     // A refused request and a refused upgrade are answered on the next turn, not now: this uWS
     // build goes on parsing the bytes after the head (with two Content-Length fields, or behind an
@@ -824,4 +833,17 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
     routeAll(app, holder); // no WebSocket route: every upgrade is refused (routeAll)
     return app;
   });
+}
+
+/** The one byte a JSON watch's body starts with on uWS, so that its head goes out at once (see the top of this file). */
+const JSON_STREAM_LEAD = Buffer.from(' ');
+
+/** An identity-encoded `application/json` answer (a JSON watch stream), by its head. */
+function isIdentityJSON(head: ResponseHead): boolean {
+  const type = head.contentType;
+  const semi = type.indexOf(';');
+  if ((semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase() !== 'application/json') return false;
+  const h = head.headers;
+  for (let i = 0; i < h.length; i += 2) if (h[i]!.toLowerCase() === 'content-encoding' && h[i + 1]!.trim().toLowerCase() !== 'identity') return false;
+  return true;
 }
