@@ -303,7 +303,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     while (this.tried < this.candidates.length && !this.ex.clientClosed) {
       const id = this.candidates[(this.first + this.tried) % this.candidates.length]!;
       const address = this.snap.table.peerAddresses.get(id);
-      if (address !== undefined) return this.sendPeer(id, address, undefined);
+      // With another candidate left, a 503 is held to tell whether it is a peer mvproxy's own "not
+      // sent" answer (it is shutting down: handHeldOver sends the request to the next one).
+      if (address !== undefined) return this.sendPeer(id, address, this.tried + 1 < this.candidates.length ? PEER_NOT_SENT_HOLD : undefined);
       this.tried++; // no address in this snapshot (cannot happen for a decision made from it; kept as a guard)
     }
     this.rerouted(503);
@@ -466,6 +468,17 @@ export class ProxiedRequest implements AttemptReport, Tracked {
         if (this.mayFailOver && (!(this.attempt?.bodyTouched ?? false) || this.body !== undefined) && this.failOverToPeers('shutting_down')) return;
       }
       return this.answerHeld(held, 'local');
+    }
+    if (this.stage === 'peers') {
+      // A peer mvproxy's own "not sent" 503 (it is shutting down, between its Lease's deletion and
+      // this snapshot's next publication): nothing ran, so the next candidate, if the body can
+      // still be sent. Any other 503 is the client's answer. peers-lease.test.ts saw the former
+      // in one run in three: a GVR another peer serves got the 503.
+      if (heldNotSent(held) && (!(this.attempt?.bodyTouched ?? false) || this.body !== undefined)) {
+        this.tried++;
+        return this.sendToCandidate();
+      }
+      return this.answerHeld(held, 'peer');
     }
     if (this.stage === 'local') {
       this.local404 = held;
@@ -659,6 +672,8 @@ const PEER_PASSES_ON: readonly number[] = [404, ...PEER_CANNOT_ANSWER];
  * it terminates it; a client behind mvproxy also has TCP and TLS buffers between, hence seconds.
  */
 const SLOW_STREAM_MS = 30_000;
+/** Held on the peer route while another candidate remains: a peer mvproxy's "not sent" 503 goes on to it. */
+const PEER_NOT_SENT_HOLD: readonly number[] = [503];
 /** A Status body is well under this; a held answer that grows larger is relayed instead (relayHeld). */
 const HELD_BODY_MAX = 64 * 1024;
 

@@ -159,7 +159,7 @@ describe('peers through identity Leases: three daemons, two versions', () => {
     assert.equal(plane.store.get('coordination.k8s.io', 'leases', 'kube-system', 'mvproxy-b'), undefined, 'the Lease is gone');
     await eventually(() => !plane.member('a').daemon.peering!.peers().some((p) => p.id === 'mvproxy-b'), { ...POLL, what: 'A forgets B', timeoutMs: 2000 });
     const s = await call(A, SHARED);
-    assert.equal(s.status, 200);
+    assert.equal(s.status, 200, s.text);
     assert.equal(server(s), 'c', 'C serves what B served');
     await plane.startProxy('b'); // leave the plane whole for close()
   });

@@ -225,6 +225,8 @@ const CASES: Case[] = [
     wantStatus: 200,
     wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'],
   },
+  { desc: 'served by two peers, the first a peer mvproxy shutting down (503 "not sent"): the next one answers, even a create', method: 'POST', path: WIDGETS, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ head: 503, headers: 'X-Mvproxy-Not-Sent: true' }, { end: true }]], '10.0.0.2:6443': [OK('P2')] }, wantStatus: 200, wantBody: /^P2$/, wantAsked: ['10.0.0.1:6443', '10.0.0.2:6443'] },
+  { desc: 'served by two peers, the first answers a 503 of its apiserver (may have run): the client\'s answer, the next not asked', method: 'POST', path: WIDGETS, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ head: 503 }, { body: 'busy' }, { end: true }]] }, wantStatus: 503, wantBody: /^busy$/, wantAsked: ['10.0.0.1:6443'] },
 ];
 
 for (const c of CASES) {
