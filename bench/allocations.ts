@@ -18,15 +18,15 @@ import { Pool } from 'undici';
 import { ACCEPT_JSON, PATHS } from './payloads';
 import { buildDist, makePKI, startBackend, startMvproxy, type Mvproxy } from './targets';
 import { sleep, type Proc } from './lib';
+import { has, num } from './args';
 
-const argv = process.argv.slice(2);
-const N = Number(argv[argv.indexOf('--requests') + 1] || 10_000) || 10_000;
+const N = num('--requests', 10_000);
 const WARMUP = 2_000;
 const CONNECTIONS = 8;
 const PROBE = join(__dirname, 'alloc-probe.cjs');
-const SITES = argv.includes('--sites') || argv.includes('--promoted');
 /** --promoted: sites of what outlived the young generation only (alloc-probe.cjs). */
-const PROMOTED = argv.includes('--promoted');
+const PROMOTED = has('--promoted');
+const SITES = has('--sites') || PROMOTED;
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };

@@ -38,17 +38,10 @@ import { BUILD_DIR, IMAGE_ENV, buildDist, ROOT } from './targets';
 import { startControlPlane, kubectlAs, NEW, BIN_DIR, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies, type Member } from '../test/kube/support/mvproxy';
 import { freePort, startProcess, waitFor, type Proc as KubeProc } from '../test/kube/support/processes';
+import { has, list, num, str } from './args';
 
 // ---------------------------------------------------------------- options
 
-const argv = process.argv.slice(2);
-const str = (n: string): string | undefined => {
-  const i = argv.findIndex((a) => a === n || a.startsWith(n + '='));
-  if (i === -1) return undefined;
-  return argv[i]!.includes('=') ? argv[i]!.slice(n.length + 1) : argv[i + 1];
-};
-const num = (n: string, d: number) => (str(n) === undefined ? d : Number(str(n)));
-const list = (n: string, d: string) => (str(n) ?? d).split(',').map((s) => s.trim()).filter(Boolean);
 
 const RATES = list('--rates', '500,1000').map(Number);
 const VERBS = list('--verbs', 'get,list') as ('get' | 'list')[];
@@ -57,13 +50,13 @@ const DURATION = num('--duration', 20);
 const WARMUP = num('--warmup', 3);
 const IDLE = num('--idle', 5);
 const OBJECTS = num('--objects', 50);
-const AUDIT = argv.includes('--audit');
+const AUDIT = has('--audit');
 const TIME_LIMIT_MS = num('--time-limit-s', 900) * 1000;
 const OUT_DIR = str('--out-dir') ?? join(__dirname, 'results');
 const NS = 'rate';
 const PROXY_NODE_FLAGS = (str('--proxy-node-flags') ?? '').split(' ').filter(Boolean);
 const TRACE_GC = PROXY_NODE_FLAGS.includes('--trace-gc');
-const SCHED_TRACE = argv.includes('--sched-trace');
+const SCHED_TRACE = has('--sched-trace');
 const MVPROXY_BUILD = str('--mvproxy-build');
 
 const log = (s: string) => process.stdout.write(s + '\n');

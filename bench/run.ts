@@ -24,20 +24,10 @@ import { buildDist, makePKI, startBackend, startFloorPeer, startFloorProxy, star
 import { checks, markdown, summarize, summarizeWatches, svgChart, updateReadme } from './report';
 import type { BenchResult, OpenWatches, RunRecord, ScenarioInfo, TargetInfo, WatchRecord } from './model';
 import { printProfile, summarizeProfile } from './profile';
+import { has, num, str } from './args';
 
 // ---------------------------------------------------------------- options
 
-const argv = process.argv.slice(2);
-const has = (n: string) => argv.includes(n);
-const str = (n: string): string | undefined => {
-  const i = argv.findIndex((a) => a === n || a.startsWith(n + '='));
-  if (i === -1) return undefined;
-  return argv[i]!.includes('=') ? argv[i]!.slice(n.length + 1) : argv[i + 1];
-};
-const num = (n: string, d: number) => {
-  const v = str(n);
-  return v === undefined || !Number.isFinite(Number(v)) ? d : Number(v);
-};
 
 const SMOKE = has('--smoke');
 const QUICK = has('--quick') || SMOKE;

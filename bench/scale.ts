@@ -35,16 +35,10 @@ import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
 import { BIN_DIR, NEW, OLD, startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies, type Frontend, type Member } from '../test/kube/support/mvproxy';
 import { httpsGet } from '../test/kube/support/processes';
+import { num, str } from './args';
 
 // ---------------------------------------------------------------- options
 
-const argv = process.argv.slice(2);
-const str = (n: string): string | undefined => {
-  const i = argv.findIndex((a) => a === n || a.startsWith(n + '='));
-  if (i === -1) return undefined;
-  return argv[i]!.includes('=') ? argv[i]!.slice(n.length + 1) : argv[i + 1];
-};
-const num = (n: string, d: number) => (str(n) === undefined ? d : Number(str(n)));
 
 const W = num('--watches', Number(process.env.MVPROXY_SCALE_WATCHES ?? 2000));
 const UPDATES = num('--updates', 50);

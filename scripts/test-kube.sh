@@ -6,17 +6,9 @@
 # apiservers, an mvproxy pair per front end); two at once would not fit 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${MVPROXY_KUBE_BIN:-$PWD/.cache/kube/bin}"
-mkdir -p "$bin"
-log="$bin/../build.log"
-if ! scripts/kube-build.sh "$bin" > "$log" 2>&1; then
-  cat "$log" >&2
-  echo "test:kube: building the real binaries failed (log above, $log)" >&2
-  exit 1
-fi
+source scripts/kube-bin.sh test:kube
 echo "kube-apiserver versions: $("$bin/kube-apiserver-v1.34.4" --version | awk '{print $2}') $("$bin/kube-apiserver-v1.37.2" --version | awk '{print $2}')"
 grep -E '^(kube-build: (built|done)|etcd:)' "$log" || true
-export MVPROXY_KUBE_BIN="$bin"
 files=("$@")
 [ ${#files[@]} -gt 0 ] || mapfile -t files < <(find test/kube -name '*.test.ts' | sort)
 exec node --import tsx --test --test-concurrency=1 "${files[@]}"

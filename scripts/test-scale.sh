@@ -5,15 +5,7 @@
 # goes to .cache/kube/build.log). Arguments go to bench/scale.ts (--watches N, --cases a,b).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${MVPROXY_KUBE_BIN:-$PWD/.cache/kube/bin}"
-mkdir -p "$bin"
-log="$bin/../build.log"
-if ! scripts/kube-build.sh "$bin" > "$log" 2>&1; then
-  cat "$log" >&2
-  echo "test:scale: building the real binaries failed (log above, $log)" >&2
-  exit 1
-fi
-export MVPROXY_KUBE_BIN="$bin"
+source scripts/kube-bin.sh test:scale
 # Each watch holds a descriptor in the client (one per connection over HTTP/1.1) and in mvproxy: the
 # soft limit up to the hard one for every child (Go and Node.js raise their own too; this covers
 # the rest). 5,000 HTTP/1.1 watches need ~5,000 in the client and ~5,000 in the entry mvproxy.

@@ -1,10 +1,9 @@
 // Memory given back after a burst of requests ends (issue 33 §3). After 10,000 watches ended, the
 // node front end stayed at 2.5 GiB RSS: what they held was garbage, but V8 collects its old space
 // only when more is allocated into it, and an idle proxy allocates little, so the heap it grew to
-// hold them (and the native memory its dead socket and TLS objects keep) stayed for hours.
-// Measured with 5,000 HTTP/1.1 watches on the node front end (test/slow/watch-memory.test.ts):
-// RSS 194 MiB before, 588 MiB with them open, 590 MiB 5 s after they ended, V8 heap 212 MiB of
-// which 20 MiB live.
+// hold them stayed. Measured (test/slow/watch-memory.test.ts, 5,000 watches opened and closed,
+// jemalloc preloaded as in the image) without this collection: RSS after 183 -> 310 MiB (node,
+// HTTP/2 clients) and 196 -> 387 MiB (HTTP/1.1), the V8 heap still ~190-215 MiB.
 //
 // So when the requests in flight have dropped by at least MIN_DROP since the last collection and
 // stopped dropping (the burst is over), one full collection that also shrinks the heap runs (V8's
@@ -13,8 +12,8 @@
 // run time (v8.setFlagsFromString) and the function read from a new context, as Jest does for
 // --logHeapUsage, so the daemon keeps working however node is started.
 //
-// The native memory those objects freed stays in glibc's heap unless its tunables allow it back:
-// docs/deploy.md "Memory" says which the image sets.
+// The native memory those objects freed (TLS and socket buffers) glibc's malloc keeps; the image
+// preloads jemalloc, which gives it back (docs/deploy.md "Memory").
 
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -50,10 +49,6 @@ export interface MemoryReturnOptions {
   /** The most in flight at once since the last call (a burst between two checks counts). */
   peak(): number;
   log: Logger;
-  /** Tests: the threshold and the check interval. */
-  minDrop?: number;
-  checkMs?: number;
-  minIntervalMs?: number;
 }
 
 export class MemoryReturn {
@@ -62,13 +57,11 @@ export class MemoryReturn {
   private high = 0;
   private last = 0;
   private lastCollection = -Infinity;
-  /** Collections run (tests, logs). */
-  collections = 0;
 
   constructor(private readonly o: MemoryReturnOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => this.check(), this.o.checkMs ?? CHECK_MS);
+    this.timer = setInterval(() => this.check(), CHECK_MS);
     this.timer.unref();
   }
 
@@ -82,7 +75,7 @@ export class MemoryReturn {
     this.high = Math.max(this.high, this.o.peak());
     const stillDropping = n < this.last;
     this.last = n;
-    if (stillDropping || this.high - n < (this.o.minDrop ?? MIN_DROP) || now - this.lastCollection < (this.o.minIntervalMs ?? MIN_INTERVAL_MS)) return;
+    if (stillDropping || this.high - n < MIN_DROP || now - this.lastCollection < MIN_INTERVAL_MS) return;
     const gc = gcFunction();
     if (gc === null) return;
     const ended = this.high - n;
@@ -91,7 +84,6 @@ export class MemoryReturn {
     const before = v8.getHeapStatistics().total_heap_size;
     const t = performance.now();
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-    this.collections++;
     const after = v8.getHeapStatistics().total_heap_size;
     this.o.log.info(1, 'requests ended in a burst: their memory collected', { ended, inFlight: n, heapMiB: `${(before / 2 ** 20).toFixed(0)} -> ${(after / 2 ** 20).toFixed(0)}`, ms: +(performance.now() - t).toFixed(1) });
   }

@@ -113,8 +113,9 @@ export class UwsResponse implements ClientResponse {
   }
 
   /**
-   * `flushNow` cannot be honoured here: this build sends a head only with a body byte, and mvproxy
-   * adds none to a body it relays (see the top of this file). The head goes out with the first chunk.
+   * `flushNow` (a long-running answer): this build sends a head only with a body byte, so the head
+   * goes out with the first chunk, except a JSON watch's, pushed out by JSON_STREAM_LEAD (the top of
+   * this file).
    */
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
     this.status = status;

@@ -30,11 +30,10 @@ export interface Tracked {
 
 /**
  * Requests in an array, each knowing its index: add and delete are a store and a swap, no
- * allocation. A JS Set here (45,000 adds and deletes a second under wrk) made the old generation
- * grow by ~40 MB every 0.6 s (its hash table is rebuilt as deleted entries pile up; each new table
- * and the requests it still pointed to outlived the young generation's collections): a 5-7 ms
- * mark-compact every 0.6 s, the p99. Without it (uws/get, wrk, 50 connections, 13 s): 17 -> 5
- * mark-compacts, p99 9.4 -> 5.4 ms.
+ * allocation. With a JS Set here (45,000 adds and deletes a second under wrk) the old generation
+ * grew by ~40 MB every 0.6 s, freed by a 5-7 ms mark-compact each time: the p99. Measured with
+ * uws/get (wrk, 50 connections, 13 s, --trace-gc), base and change alternating twice: 12 -> 4
+ * mark-compacts, p99 8.9-9.7 -> 5.2-5.7 ms (bench/README.md, issue 28's targets).
  */
 class Slots {
   private readonly items: Tracked[] = [];
@@ -61,10 +60,7 @@ class Slots {
 
   /** Every request, last first (a delete of the one given is safe: the last one moves into its slot, and was visited). */
   forEach(fn: (r: Tracked) => void): void {
-    for (let i = this.items.length - 1; i >= 0; i--) {
-      const r = this.items[i];
-      if (r !== undefined) fn(r);
-    }
+    for (let i = this.items.length - 1; i >= 0; i--) fn(this.items[i]!);
   }
 
   /** A copy, for callers that end requests other than the one they are given. */
