@@ -15,7 +15,9 @@ import { Lifecycle } from './lifecycle/state';
 import { SnapshotPublisher } from './snapshot/publisher';
 import { Metrics } from './observability/metrics';
 import { createLogger, type Logger } from './observability/log';
-import { certificateIdentity, listenNode, listenPeer } from './listener/listen-node';
+import { listenNode, listenPeer, socketUser } from './listener/listen-node';
+import { CertificateUsers, certificateRefusal, isRefusal } from './api/identity';
+import { answerStatus } from './listener/answer';
 import type { TLSSocket } from 'node:tls';
 import { listenPeerUWS, listenUWS, loadUWS, UWS_MAX_CLIENT_CERTIFICATE_BYTES, type UwsRunningListener } from './listener/uws';
 import type { Exchange, RunningListener } from './listener/exchange';
@@ -122,7 +124,10 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   const lifecycle = new Lifecycle();
   // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
   const legacyDiscoveryFix = config.legacyDiscoveryFix;
-  const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix);
+  const identityRules = new IdentityHeaderRules(config.requestheaderUsernameHeaders, config.requestheaderGroupHeaders, config.requestheaderExtraHeadersPrefix, config.requestheaderUidHeaders);
+  // Certificate users are read as kube-apiserver reads them (api/identity.ts), by both front ends
+  // and the upgrade paths; the client CA bundle is given again on a reload (lifecycle/reload.ts).
+  const certificateUsers = clientTLS?.clientCA ? new CertificateUsers({ uidHeader: identityRules.uidHeader !== undefined }, clientTLS.clientCA) : undefined;
   // Whether the local apiserver serves (issue 30, --local-failover): /readyz every second, and what
   // the request path sees. Its `onServing` refreshes discovery once the publisher exists.
   let onLocalServing = () => undefined as unknown;
@@ -179,17 +184,23 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
 
   const listeners: RunningListener[] = [];
   const tunnels = new Tunnels();
-  const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+  const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    const user = certificateUsers ? socketUser(req.socket as TLSSocket, certificateUsers) : null;
+    const incoming: string[] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!);
+    const refused = certificateRefusal(user, incoming);
+    if (refused !== undefined) return answerStatus(socket, 'MVP_ERR_CERTIFICATE_USER', refused);
     tunnelUpgrade(req, socket, head, {
       target: localURL,
       tls: localTLS,
       log,
       tunnels,
-      identity: clientTLS?.clientCA ? (certificateIdentity(req.socket as TLSSocket) ?? undefined) : undefined,
+      identity: user === null || isRefusal(user) ? undefined : user,
       identityRules,
       headTimeoutMs: config.requestTimeoutMs,
       draining: lifecycle.draining,
     });
+  };
 
   let frontend = choice.frontend;
   let frontendReason = choice.reason;
@@ -204,6 +215,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         host: config.bindAddress,
         port: config.securePort,
         tls: clientTLS ? { certFile: config.tlsCertFile!, keyFile: config.tlsPrivateKeyFile!, caFile: clientTLS.clientCA ? config.clientCAFile : undefined, ciphers: policy.ciphers } : undefined,
+        certificateUsers,
         onRequest: (ex) => handler.handleClient(ex),
         lifecycle,
         onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
@@ -225,7 +237,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   }
   log.info(0, `client listener front end: ${frontend === 'uws' ? 'uWebSockets.js' : 'node:http/https'}`, { frontend, setting: config.frontend, reason: frontendReason });
   if (frontend === 'node') {
-    const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS, lifecycle, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
+    const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS && { ...clientTLS, certificateUsers }, lifecycle, onRequest: (ex) => handler.handleClient(ex), onUpgrade });
     if (clientTLS) clientServer = l.server as https.Server;
     listeners.push(l);
     clientPort = l.port;
@@ -307,7 +319,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
   onLocalServing = () => void publisher.refresh();
   localAPIServer?.start();
   if (localAPIServer) health.addInformational('readyz', 'local-apiserver', () => (localAPIServer.state === 'serving' ? null : new Error(`the local apiserver is ${localAPIServer.state} (${localAPIServer.reason}): requests a peer can answer go to a peer`)));
-  const certReload = startCertReload({ config, log, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool, { swap: () => localTLS && relayLocal.setTLS(localTLS) }, { swap: () => localTLS && relayLocalPlain.setTLS(localPlainTLS()!) }], localTLS });
+  const certReload = startCertReload({ config, log, certificateUsers, peerPools: proxyEnabled ? peerPools : undefined, peerTLS, peerServer, peerUWS, clientServer, clientUWS, local: [localPool, localPlainPool, { swap: () => localTLS && relayLocal.setTLS(localTLS) }, { swap: () => localTLS && relayLocalPlain.setTLS(localPlainTLS()!) }], localTLS });
   metrics.certificatesSource = () => certReload.certificates();
   metrics.peerCertificatesSource = () => peerPools.certificateExpiry;
   metrics.inFlightSource = () => handler.inflight.inFlight();

@@ -51,6 +51,12 @@ export const ERRORS = {
   MVP_ERR_EXPECTATION_FAILED: { status: 417, reason: 'BadRequest', message: 'only the expectation 100-continue is supported' },
   /** A peer listener request without a verified client certificate, or with a CN not in --requestheader-allowed-names. */
   MVP_ERR_PEER_UNAUTHORIZED: { status: 401, reason: 'Unauthorized', message: 'the peer listener requires a client certificate from the request-header CA with an allowed common name' },
+  /**
+   * A verified client certificate whose user mvproxy will not assert: kube-apiserver would read it
+   * differently or refuse it (api/identity.ts certificateUser). The message says which rule; the
+   * request is not forwarded, never as another user.
+   */
+  MVP_ERR_CERTIFICATE_USER: { status: 401, reason: 'Unauthorized', message: "the client certificate's user cannot be forwarded as kube-apiserver would read it", notSent: true },
   /** The request target could not be read (invalid percent-encoding, absolute or asterisk form). */
   MVP_ERR_BAD_REQUEST_TARGET: { status: 400, reason: 'BadRequest', message: 'the request target is not a valid path' },
   /** Two Content-Length fields, or Content-Length with Transfer-Encoding: the body could be read two ways (listener/framing.ts). */

@@ -192,6 +192,10 @@ export const SETTING_TABLE = {
     flag: 'requestheader-group-headers', field: 'identity.groupHeaders', section: 'Authentication', arg: '<names>', kind: STRINGS, default: ['X-Remote-Group'],
     help: 'header names for the forwarded groups (the first is sent; all are stripped from clients)',
   }),
+  requestheaderUidHeaders: setting({
+    flag: 'requestheader-uid-headers', field: 'identity.uidHeaders', section: 'Authentication', arg: '<names>', kind: STRINGS, default: [],
+    help: "header names for the forwarded user UID, as kube-apiserver's flag (default none, as there): set it to what the apiservers read (X-Remote-Uid) to forward a client certificate's UID (1.3.6.1.4.1.57683.2); without it such a certificate is refused with a 401, never forwarded without its UID (the first is sent; all are stripped from clients)",
+  }),
   requestheaderExtraHeadersPrefix: setting({
     flag: 'requestheader-extra-headers-prefix', field: 'identity.extraHeadersPrefix', section: 'Authentication', arg: '<prefixes>', kind: STRINGS, default: ['X-Remote-Extra-'],
     help: 'header prefixes for forwarded extra attributes (the first is used; all are stripped from clients)',

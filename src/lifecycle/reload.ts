@@ -4,6 +4,7 @@
 
 import { tlsPolicy } from '../config/tls-policy';
 import type https from 'node:https';
+import type { CertificateUsers } from '../api/identity';
 import type { DaemonConfig } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { UwsRunningListener } from '../listener/uws';
@@ -24,6 +25,8 @@ export interface CertReloadTargets {
   clientUWS?: UwsRunningListener;
   /** The node front end's client listener, when it serves TLS. */
   clientServer?: https.Server;
+  /** Reads client certificate users against the client CA bundle: given the new bundle on a reload. */
+  certificateUsers?: CertificateUsers;
   /** The local apiserver pools (with and without the client certificate) and their TLS material (mutated in place: upgrade tunnels read it too). */
   local?: { swap(): void }[];
   localTLS?: TLSFiles;
@@ -87,7 +90,10 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
         certFile: c.tlsCertFile,
         keyFile: c.tlsPrivateKeyFile,
         caFile: c.clientCAFile,
-        apply: (m) => server.setSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}), ...policy }),
+        apply: (m) => {
+          server.setSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}), ...policy });
+          if (m.ca) t.certificateUsers?.setClientCA(m.ca);
+        },
       });
     } else if (t.clientUWS) {
       const uwsListener = t.clientUWS;
@@ -96,7 +102,10 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
         certFile: c.tlsCertFile,
         keyFile: c.tlsPrivateKeyFile,
         caFile: c.clientCAFile,
-        apply: (m) => reloadUWS(uwsListener, m, 'the client listener', t.log),
+        apply: (m) => {
+          reloadUWS(uwsListener, m, 'the client listener', t.log);
+          if (m.ca) t.certificateUsers?.setClientCA(m.ca);
+        },
       });
     }
   }

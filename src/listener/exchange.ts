@@ -101,6 +101,8 @@ export interface Exchange {
   readonly refusal: ErrorCode | undefined;
   /** The user of a client certificate the front end verified (--client-ca-file), if any. */
   readonly identity?: Identity;
+  /** A verified client certificate whose user mvproxy will not assert (api/identity.ts): the 401 Status's message. */
+  readonly identityRefusal?: string;
 }
 
 /**

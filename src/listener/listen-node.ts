@@ -15,15 +15,19 @@ import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
 import { NodeExchange } from './node-http';
-import { subjectIdentity, type Identity } from '../api/identity';
+import { CertificateUsers, type CertificateUser } from '../api/identity';
+import { goCommonName } from '../api/x509-name';
 import { answerStatus } from './answer';
 import { peerCertificateProblem } from './peer-auth';
 
 export interface NodeListenerOptions {
   host: string;
   port: number;
-  /** `clientCA`: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
-  tls?: { cert: Buffer; key: string | Buffer; clientCA?: Buffer; policy?: TLSPolicy };
+  /**
+   * `clientCA`: ask clients for a certificate (optional: bearer tokens still work) and forward a
+   * verified one's user, read by `certificateUsers` (default: from clientCA, without a UID header).
+   */
+  tls?: { cert: Buffer; key: string | Buffer; clientCA?: Buffer; policy?: TLSPolicy; certificateUsers?: CertificateUsers };
   onRequest(ex: Exchange): void;
   /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
   lifecycle?: { readonly draining: boolean };
@@ -37,16 +41,17 @@ const SERVER_OPTIONS: http.ServerOptions = { keepAliveTimeout: 30_000, maxHeader
 export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener> {
   const state = new ListenerState(o.lifecycle);
   const clientCA = o.tls?.clientCA;
-  // Per connection: the verified certificate's user, computed once (null: no verified certificate).
-  const identities = new WeakMap<TLSSocket, Identity | null>();
+  const users = clientCA ? (o.tls?.certificateUsers ?? new CertificateUsers({ uidHeader: false }, clientCA)) : null;
+  // Per connection: what its verified certificate makes of a request, computed once.
+  const perSocket = new WeakMap<TLSSocket, CertificateUser>();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    let identity: Identity | null | undefined;
-    if (clientCA) {
+    let user: CertificateUser | undefined;
+    if (users !== null) {
       const sock = req.socket as TLSSocket;
-      identity = identities.get(sock);
-      if (identity === undefined) identities.set(sock, (identity = certificateIdentity(sock)));
+      user = perSocket.get(sock);
+      if (user === undefined) perSocket.set(sock, (user = socketUser(sock, users)));
     }
-    o.onRequest(new NodeExchange(req, res, state, identity ?? undefined));
+    o.onRequest(new NodeExchange(req, res, state, user ?? null));
   };
   const server = o.tls
     ? (http2.createSecureServer(
@@ -149,15 +154,22 @@ function answerExpectations(server: http.Server, handler: (req: http.IncomingMes
   server.on('checkExpectation', handler);
 }
 
-/** The user of the connection's client certificate if node:tls verified it (see subjectIdentity), else null. */
-export function certificateIdentity(sock: TLSSocket): Identity | null {
+/** What the connection's client certificate makes of a request if node:tls verified it (api/identity.ts), else null. */
+export function socketUser(sock: TLSSocket, users: CertificateUsers): CertificateUser {
   if (!sock.authorized) return null;
   const cert = sock.getPeerCertificate();
-  return subjectIdentity(cert?.subject as { CN?: string | string[]; O?: string | string[] } | undefined, cert?.fingerprint256);
+  return cert?.raw ? users.ofDER(cert.raw, cert.fingerprint256) : null;
 }
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {
-  return peerCertificateProblem(sock.authorized, String(sock.authorizationError), sock.authorized ? sock.getPeerCertificate().subject?.CN : undefined, allowed);
+  if (!sock.authorized) return peerCertificateProblem(false, String(sock.authorizationError), undefined, allowed);
+  let cn: string;
+  try {
+    cn = goCommonName(sock.getPeerCertificate().raw); // the CN Go reads: the last one
+  } catch (e) {
+    return `client certificate unreadable: ${(e as Error).message}`;
+  }
+  return peerCertificateProblem(true, '', cn, allowed);
 }
 
 export interface NodeRunningListener extends RunningListener {

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange, ListenerState, ResponseHead } from './exchange';
-import type { Identity } from '../api/identity';
+import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import type { ErrorCode } from '../api/errors';
 import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
 
@@ -126,10 +126,10 @@ export class NodeExchange implements Exchange {
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   readonly identity?: Identity;
+  readonly identityRefusal?: string;
   readonly refusal: ErrorCode | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, state: ListenerState, identity?: Identity) {
-    this.identity = identity;
+  constructor(req: IncomingMessage, res: ServerResponse, state: ListenerState, user: CertificateUser = null) {
     this.method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -159,6 +159,8 @@ export class NodeExchange implements Exchange {
     // (a Content-Length, when sent, still counts as above).
     if (req.httpVersionMajor === 2 && !hasBody && !sawLength) hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
     this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
+    if (isRefusal(user)) this.identityRefusal = certificateRefusal(user, headers);
+    else if (user !== null) this.identity = user;
     // Expect: 100-continue (node:http's checkContinue: nothing sent yet). As Go's net/http: the
     // 100 Continue goes out when the body is first read; an answer before that (a 401 from the
     // apiserver, say) spares the client the upload.

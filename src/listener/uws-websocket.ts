@@ -19,7 +19,7 @@ import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uwebsockets';
 import type { WebSocket as WsClient } from 'ws';
 import { errorResponse, type ErrorCode } from '../api/errors';
-import type { Identity } from '../api/identity';
+import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import type { ListenerState } from './exchange';
 import { isOriginForm } from './framing';
 
@@ -66,8 +66,8 @@ interface Bridge {
 export interface WebSocketRouteHolder {
   readonly state: ListenerState;
   webSocket: WebSocketDialer | null;
-  /** The user of the connection's verified client certificate, if the listener reads them. */
-  identityOf(res: HttpResponse): Identity | undefined;
+  /** What the connection's verified client certificate makes of a request (null: none, or the listener does not read them). */
+  userOf(res: HttpResponse): CertificateUser;
 }
 
 export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder): void {
@@ -162,12 +162,13 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
     headers.push(k, v);
   });
   const query = req.getQuery();
+  const user = holder.userOf(res);
   const upgrade: WebSocketUpgradeRequest = {
     method: req.getCaseSensitiveMethod(),
     url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
     headers,
     remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
-    identity: holder.identityOf(res),
+    identity: user === null || isRefusal(user) ? undefined : user,
   };
   let aborted = false;
   let abandon: (() => void) | null = null;
@@ -176,6 +177,8 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
     abandon?.();
   });
   if (dial === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
+  const refused = certificateRefusal(user, headers);
+  if (refused !== undefined) return answer(res, 'MVP_ERR_CERTIFICATE_USER', refused);
   if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
   if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
   // The dialer sends the target verbatim to the configured origin (upstream/websocket.ts); one that

@@ -21,7 +21,7 @@
 //   1.37 gzips watch-lists for Go clients), and the peer listener adds nothing (the client
 //   listener that relays its answer does).
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +29,8 @@ import net from 'node:net';
 import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
 import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ResponseHead, type RunningListener } from './exchange';
-import { subjectIdentity, type Identity } from '../api/identity';
+import { CertificateUsers, certificateRefusal, isRefusal, type Identity } from '../api/identity';
+import { goCommonName } from '../api/x509-name';
 import { X509Certificate } from 'node:crypto';
 import type { ErrorCode } from '../api/errors';
 import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
@@ -412,10 +413,11 @@ class UwsExchange implements Exchange {
   upgrade = false;
   readonly refusal: ErrorCode | undefined;
   readonly identity?: Identity;
+  readonly identityRefusal?: string;
   /** Peer listener (listenPeerUWS): why this connection's certificate may not use it, or null. */
   peerProblem: string | null = null;
 
-  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, clientCertificates: boolean, jsonStreamLead: boolean) {
+  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, users: CertificateUsers | null, jsonStreamLead: boolean) {
     this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
@@ -438,7 +440,12 @@ class UwsExchange implements Exchange {
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     // uSockets with ca_file_name verifies a certificate the client sends (SSL_VERIFY_PEER: one that
     // does not verify fails the handshake) and lets clients without one through (bearer tokens).
-    if (clientCertificates) this.identity = resIdentity(res);
+    if (users !== null) {
+      const pem = resCertificate(res);
+      const u = pem ? users.ofPEM(pem) : null;
+      if (isRefusal(u)) this.identityRefusal = certificateRefusal(u, headers);
+      else if (u !== null) this.identity = u;
+    }
     this.res = new UwsResponse(res, state, jsonStreamLead);
     res.onAborted(() => {
       this.res.aborted = true;
@@ -531,6 +538,8 @@ export interface UwsListenerOptions {
   /** caFile: ask clients for a certificate (optional: bearer tokens still work) and forward a verified one's user. */
   /** ciphers: the OpenSSL list of --tls-cipher-suites (config/tls-policy.ts). */
   tls?: { certFile: string; keyFile: string; caFile?: string; ciphers?: string };
+  /** How a verified certificate's user is read (api/identity.ts); default: from tls.caFile, without a UID header. */
+  certificateUsers?: CertificateUsers;
   onRequest(ex: Exchange): void;
   /** Called for upgrade requests this front end does not carry (anything but WebSocket: SPDY, …). */
   onUpgradeRefused(ex: Exchange): void;
@@ -562,8 +571,8 @@ interface Callbacks {
 }
 interface CallbackHolder extends WebSocketRouteHolder {
   cb: Callbacks | null;
-  /** The listener verifies client certificates (ca_file_name): read each request's. */
-  readonly clientCertificates: boolean;
+  /** The listener verifies client certificates (ca_file_name): each request's user, else null. */
+  readonly certificateUsers: CertificateUsers | null;
   /** Peer listener: why the request's connection may not use it (null: it may). */
   readonly peerProblem?: (res: HttpResponse) => string | null;
   /** A connection closed unanswered because its client certificate is too large for this build (oversizedCertificate). */
@@ -590,33 +599,9 @@ function oversizedCertificate(pem: string | undefined): number {
   return der > UWS_MAX_CLIENT_CERTIFICATE_BYTES ? der : 0;
 }
 
-/**
- * The user of a verified client certificate, from its PEM, cached: uWS gives the PEM per request
- * (no per-connection object), and parsing it costs ~30 µs where a Map lookup costs well under 1.
- * Bounded: cleared when it reaches CERT_CACHE_MAX entries (distinct client certificates).
- */
-const certIdentities = new Map<string, Identity | null>();
-const CERT_CACHE_MAX = 1024;
-
-/** The verified client certificate's user of the connection `res` belongs to (uSockets verified it in the handshake). */
-function resIdentity(res: HttpResponse): Identity | undefined {
-  return pemIdentity((res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.());
-}
-
-function pemIdentity(pem: string | undefined): Identity | undefined {
-  if (!pem) return undefined;
-  let id = certIdentities.get(pem);
-  if (id === undefined) {
-    try {
-      const x = new X509Certificate(pem);
-      id = subjectIdentity(x.toLegacyObject().subject, x.fingerprint256);
-    } catch {
-      id = null;
-    }
-    if (certIdentities.size >= CERT_CACHE_MAX) certIdentities.clear();
-    certIdentities.set(pem, id);
-  }
-  return id ?? undefined;
+/** The PEM of the connection's verified client certificate (uSockets verified it in the handshake); empty or undefined without one. */
+function resCertificate(res: HttpResponse): string | undefined {
+  return (res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.();
 }
 
 /**
@@ -633,15 +618,15 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       res.close();
       return;
     }
-    if (holder.clientCertificates) {
-      const der = oversizedCertificate((res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.());
+    if (holder.certificateUsers !== null) {
+      const der = oversizedCertificate(resCertificate(res));
       if (der > 0) {
         holder.onOversizedCertificate?.(der, Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
         res.close();
         return;
       }
     }
-    const ex = new UwsExchange(res, req, holder.state, holder.clientCertificates, holder.peerProblem === undefined);
+    const ex = new UwsExchange(res, req, holder.state, holder.certificateUsers, holder.peerProblem === undefined);
     if (holder.peerProblem) ex.peerProblem = holder.peerProblem(res);
     // A refused request and a refused upgrade are answered on the next turn, not now: this uWS
     // build goes on parsing the bytes after the head (with two Content-Length fields, or behind an
@@ -754,13 +739,16 @@ function sslApp(uws: UWS, files: UwsTLSFiles, ciphers: string | undefined): Temp
 
 export async function listenUWS(uws: UWS, o: UwsListenerOptions): Promise<UwsRunningListener> {
   const port = await explicitPort(o.host, o.port);
-  const clientCertificates = !!o.tls?.caFile;
+  const users = o.tls?.caFile ? (o.certificateUsers ?? new CertificateUsers({ uidHeader: false }, readFileSync(o.tls.caFile))) : null;
   const holder: CallbackHolder = {
     cb: { onRequest: o.onRequest, onUpgradeRefused: o.onUpgradeRefused },
     state: new ListenerState(o.lifecycle),
-    clientCertificates,
+    certificateUsers: users,
     webSocket: o.webSocket ?? null,
-    identityOf: clientCertificates ? resIdentity : () => undefined,
+    userOf: users === null ? () => null : (res) => {
+      const pem = resCertificate(res);
+      return pem ? users.ofPEM(pem) : null;
+    },
     onOversizedCertificate: o.onOversizedCertificate,
   };
   return listenApps(uws, o.host, port, holder, o.tls, (files) => {
@@ -803,11 +791,11 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
     let why = verdicts.get(pem);
     if (why === undefined) {
       try {
-        why = peerCertificateProblem(true, '', new X509Certificate(pem).toLegacyObject().subject?.CN, allowed);
+        why = peerCertificateProblem(true, '', goCommonName(new X509Certificate(pem).raw), allowed);
       } catch (e) {
         why = `client certificate unreadable: ${(e as Error).message}`;
       }
-      if (verdicts.size >= CERT_CACHE_MAX) verdicts.clear();
+      if (verdicts.size >= CertificateUsers.CACHE_MAX) verdicts.clear();
       verdicts.set(pem, why);
     }
     return why;
@@ -824,9 +812,9 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
       onUpgradeRefused: (ex) => (ex.peerProblem === NO_PEER_CERTIFICATE ? reject(ex, ex.peerProblem) : o.onUpgradeRefused(ex)),
     },
     state: new ListenerState(o.lifecycle),
-    clientCertificates: false, // a peer's certificate is the proxy's, never the user's: identity comes from its X-Remote-* headers
+    certificateUsers: null, // a peer's certificate is the proxy's, never the user's: identity comes from its X-Remote-* headers
     webSocket: null,
-    identityOf: () => undefined,
+    userOf: () => null,
     peerProblem,
   };
   return listenApps(uws, o.host, port, holder, o.files, (files) => {

@@ -116,6 +116,7 @@ export class ProxyHandler {
     // A health path passes to the local apiserver also while draining (its /livez stays meaningful).
     if (this.o.lifecycle.draining && own === undefined) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
+    if (ex.identityRefusal !== undefined) return writeStatus(ex, 'MVP_ERR_CERTIFICATE_USER', ex.identityRefusal);
     // Only origin-form targets (listener/framing.ts isOriginForm says why).
     if (!isOriginForm(ex.path)) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
     const start = performance.now();

@@ -36,9 +36,12 @@ export class IdentityHeaderRules {
   readonly userHeader: string;
   readonly groupHeader: string;
   readonly extraPrefix: string;
+  /** --requestheader-uid-headers' first name; undefined: none configured, so a certificate's UID cannot be forwarded. */
+  readonly uidHeader: string | undefined;
 
-  constructor(userHeaders: readonly string[] = ['X-Remote-User'], groupHeaders: readonly string[] = ['X-Remote-Group'], extraPrefixes: readonly string[] = ['X-Remote-Extra-']) {
-    this.names = new Set([...userHeaders, ...groupHeaders, 'X-Remote-Uid'].map((n) => n.toLowerCase()));
+  constructor(userHeaders: readonly string[] = ['X-Remote-User'], groupHeaders: readonly string[] = ['X-Remote-Group'], extraPrefixes: readonly string[] = ['X-Remote-Extra-'], uidHeaders: readonly string[] = []) {
+    this.names = new Set([...userHeaders, ...groupHeaders, ...uidHeaders, 'X-Remote-Uid'].map((n) => n.toLowerCase()));
+    this.uidHeader = uidHeaders[0]?.toLowerCase();
     this.prefixes = [...new Set(['x-remote-', ...extraPrefixes.map((p) => p.toLowerCase())])];
     this.userHeader = (userHeaders[0] ?? 'X-Remote-User').toLowerCase();
     this.groupHeader = (groupHeaders[0] ?? 'X-Remote-Group').toLowerCase();
@@ -153,12 +156,25 @@ export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHea
   return out;
 }
 
-/** The front-proxy headers asserting a user mvproxy authenticated itself (a client certificate), as a flat [name, value, ...] list. */
+/**
+ * The front-proxy headers asserting a user mvproxy authenticated itself (a client certificate), as a
+ * flat [name, value, ...] list of byte strings (one character a byte, as every upstream writer
+ * sends them): each value is its UTF-8 bytes, which is what Go's net/http hands kube-apiserver
+ * and how it spells the same name read from the certificate. (Written as characters, `café`
+ * arrived as the Latin-1 byte E9, another user, and a name past U+00FF could not be written at all:
+ * issue 27.) api/identity.ts has already refused any value a header cannot carry unchanged.
+ */
 export function identityHeaders(identity: Identity, rules: IdentityHeaderRules = DEFAULT_IDENTITY_RULES): string[] {
-  const out: string[] = [rules.userHeader, identity.user];
-  for (const g of identity.groups) out.push(rules.groupHeader, g);
-  for (const [k, vs] of Object.entries(identity.extra ?? {})) for (const v of vs) out.push(rules.extraPrefix + headerKeyEscape(k), v);
+  const out: string[] = [rules.userHeader, utf8Bytes(identity.user)];
+  if (identity.uid !== undefined && rules.uidHeader !== undefined) out.push(rules.uidHeader, utf8Bytes(identity.uid));
+  for (const g of identity.groups) out.push(rules.groupHeader, utf8Bytes(g));
+  for (const [k, vs] of Object.entries(identity.extra ?? {})) for (const v of vs) out.push(rules.extraPrefix + headerKeyEscape(k), utf8Bytes(v));
   return out;
+}
+
+/** A string as its UTF-8 bytes, one character a byte (latin1); ASCII is returned as it is. */
+export function utf8Bytes(v: string): string {
+  return Buffer.byteLength(v) === v.length ? v : Buffer.from(v, 'utf8').toString('latin1');
 }
 
 /** The header names a Connection header's tokens list (close, keep-alive and upgrade are not names). */

@@ -146,6 +146,8 @@ function apiserverArgs(pki: KubePKI, etcdURL: string, port: number, version: Kub
     '--requestheader-username-headers=X-Remote-User',
     '--requestheader-group-headers=X-Remote-Group',
     '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    // A client certificate's UID (kube 1.33+) reaches the apiserver through mvproxy in this header (identity-certs.test.ts).
+    '--requestheader-uid-headers=X-Remote-Uid',
     `--proxy-client-cert-file=${pki.proxyClientCert}`,
     `--proxy-client-key-file=${pki.proxyClientKey}`,
     `--cert-dir=${join(pki.dir, 'cert-dir')}`,

@@ -92,6 +92,7 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
         `--proxy-client-key-file=${pki.proxyClientKey}`,
         `--requestheader-client-ca-file=${pki.frontProxyCAFile}`,
         '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-uid-headers=X-Remote-Uid', // as the apiservers (control-plane.ts)
         `--metrics-bind-address=127.0.0.1:${p.metrics}`,
         // Discovery changes (a CRD, a restarted peer) show within seconds in tests.
         '--discovery-refresh-interval=2s',
