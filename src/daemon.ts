@@ -18,6 +18,8 @@ import { createLogger, type Logger } from './observability/log';
 import { listenNode, listenPeer, socketUser } from './listener/listen-node';
 import { CertificateUsers, certificateRefusal, isRefusal } from './api/identity';
 import { answerStatus } from './listener/answer';
+import { firstValue } from './proxy/proxied';
+import { PeerProxiedHeader } from './api/headers';
 import type { TLSSocket } from 'node:tls';
 import { listenPeerUWS, listenUWS, loadUWS, UWS_MAX_CLIENT_CERTIFICATE_BYTES, type UwsRunningListener } from './listener/uws';
 import type { Exchange, RunningListener } from './listener/exchange';
@@ -184,15 +186,17 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
 
   const listeners: RunningListener[] = [];
   const tunnels = new Tunnels();
+  // Exec, attach and port-forward: to the local apiserver, or (--local-failover, issue 30) while it
+  // is not serving, to a peer's peer listener, which tunnels them to its own apiserver.
   const onUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
     const user = certificateUsers ? socketUser(req.socket as TLSSocket, certificateUsers) : null;
     const incoming: string[] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!);
     const refused = certificateRefusal(user, incoming);
     if (refused !== undefined) return answerStatus(socket, 'MVP_ERR_CERTIFICATE_USER', refused);
+    const peer = handler.upgradePeer(req.method ?? 'GET', req.url ?? '/', firstValue(incoming, PeerProxiedHeader));
     tunnelUpgrade(req, socket, head, {
-      target: localURL,
-      tls: localTLS,
+      ...(peer === undefined ? { target: localURL, tls: localTLS } : { target: new URL(`https://${peer}`), tls: peerTLS, peerHop: true }),
       log,
       tunnels,
       identity: user === null || isRefusal(user) ? undefined : user,
@@ -201,6 +205,10 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
       draining: lifecycle.draining,
     });
   };
+  // From a verified peer (listen-node.ts listenPeer checks its certificate): to the local apiserver,
+  // its identity headers passed on as on any peer request.
+  const onPeerUpgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+    tunnelUpgrade(req, socket, head, { target: localURL, tls: localTLS, log, tunnels, identityRules, trustIdentityHeaders: true, headTimeoutMs: config.requestTimeoutMs, draining: lifecycle.draining });
 
   let frontend = choice.frontend;
   let frontendReason = choice.reason;
@@ -219,7 +227,14 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         onRequest: (ex) => handler.handleClient(ex),
         lifecycle,
         onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
-        webSocket: webSocketDialer({ target: localURL, tls: localTLS, identityRules, headTimeoutMs: config.requestTimeoutMs }),
+        webSocket: webSocketDialer({
+          target: localURL,
+          tls: localTLS,
+          identityRules,
+          headTimeoutMs: config.requestTimeoutMs,
+          peerFor: (method, url, headers) => handler.upgradePeer(method, url, firstValue(headers, PeerProxiedHeader)),
+          peerTLS,
+        }),
         onOversizedCertificate: (bytes, remote) =>
           log.info(1, 'connection closed unanswered: its client certificate is larger than the uWebSockets.js front end can answer over TLS 1.3 (use --frontend=node for such certificates)', { remote, certificateBytes: bytes, limit: UWS_MAX_CLIENT_CERTIFICATE_BYTES }),
       });
@@ -283,6 +298,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         policy,
         allowedNames: config.requestheaderAllowedNames,
         onRequest: (ex) => handler.handlePeer(ex),
+        onUpgrade: onPeerUpgrade,
         lifecycle,
         onRejected,
       });

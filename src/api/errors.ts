@@ -20,17 +20,25 @@ export interface ErrorSpec {
    * have run.
    */
   readonly notSent?: boolean;
+  /**
+   * The request may have run (the connection failed after it was sent, or the apiserver did not
+   * answer in time): Retry-After only for a safe method. client-go resends *any* request, a create
+   * too, on a 5xx or 429 that carries Retry-After (rest/request.go checkWait); after a SIGKILL of the
+   * local apiserver mid-create it resent one 1 s later through a peer and got 409 AlreadyExists:
+   * created twice (test/kube/upgrade.test.ts, "run twice"). kube-apiserver's own 504 carries none.
+   */
+  readonly mayHaveRun?: boolean;
 }
 
 export const ERRORS = {
   /** Peers serve the GVR, but none has a usable address (docs/kubernetes-mvp.md §2 step 8; Kubernetes: endpoint_resolution). */
   MVP_ERR_PEER_NO_ENDPOINT: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'error getting ip and port info of the remote server while proxying' },
   /** Every peer that serves the GVR failed to connect or complete TLS (counted as rerouted with code 503, as upstream counts a failed dial). */
-  MVP_ERR_PEER_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'no peer apiserver that serves this resource could be reached' },
+  MVP_ERR_PEER_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'no peer apiserver that serves this resource could be reached', mayHaveRun: true },
   /** The local kube-apiserver did not accept a connection or failed before answering. */
   MVP_ERR_LOCAL_UNAVAILABLE: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the local kube-apiserver could not be reached', notSent: true },
   /** The connection to the local kube-apiserver failed after the request was (or may have been) sent, before any answer. */
-  MVP_ERR_LOCAL_FAILED: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the connection to the local kube-apiserver failed before it answered' },
+  MVP_ERR_LOCAL_FAILED: { status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'the connection to the local kube-apiserver failed before it answered', mayHaveRun: true },
   /**
    * The upstream's answer broke HTTP/1.1 framing in a way two readers could read differently
    * (upstream/h1/response-parser.ts): refused, its connection discarded, as Go's ReverseProxy
@@ -38,7 +46,7 @@ export const ERRORS = {
    */
   MVP_ERR_UPSTREAM_PROTOCOL: { status: 502, reason: 'InternalError', message: "the upstream's answer could not be read safely" },
   /** The upstream did not send response headers within --request-timeout. */
-  MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout' },
+  MVP_ERR_UPSTREAM_TIMEOUT: { status: 504, reason: 'Timeout', retryAfter: 1, message: 'the apiserver did not answer within the request timeout', mayHaveRun: true },
   /** The client listener's front end cannot carry this protocol upgrade. */
   MVP_ERR_UPGRADE_UNSUPPORTED: { status: 400, reason: 'BadRequest', message: 'this protocol upgrade is not carried by the uWebSockets.js front end: it carries WebSocket (kubectl 1.30 and newer); SPDY (kubectl 1.29 and older exec, attach, port-forward) needs --frontend=node' },
   /** An upgrade request that cannot switch protocols safely (HTTP/1.0, h2c, a body): refused before anything is sent (upstream/upgrade.ts). */
@@ -46,7 +54,7 @@ export const ERRORS = {
   /** The apiserver answered a WebSocket upgrade with a 101 that is not a valid WebSocket handshake. */
   MVP_ERR_UPGRADE_FAILED: { status: 502, reason: 'InternalError', message: "the apiserver's answer to the WebSocket upgrade was not a valid handshake" },
   /** An upgrade on the peer listener: exec/attach/port-forward are served by the local apiserver of the node the client reached. */
-  MVP_ERR_PEER_UPGRADE: { status: 400, reason: 'BadRequest', message: 'protocol upgrades are not proxied between peers' },
+  MVP_ERR_PEER_UPGRADE: { status: 400, reason: 'BadRequest', message: 'this peer listener does not take protocol upgrades (the uWebSockets.js peer listener; the node one takes them from verified peers): exec, attach and port-forward are served by the apiserver beside the mvproxy the client reached' },
   /** The request's Expect is not 100-continue (Go's net/http answers 417 too). metav1 has no reason for 417. */
   MVP_ERR_EXPECTATION_FAILED: { status: 417, reason: 'BadRequest', message: 'only the expectation 100-continue is supported' },
   /** A peer listener request without a verified client certificate, or with a CN not in --requestheader-allowed-names. */
@@ -95,10 +103,14 @@ export interface ErrorResponse {
   body: Buffer;
 }
 
-/** The response for one of mvproxy's own errors; `message` replaces the table's (the code is always appended). */
-export function errorResponse(code: ErrorCode, message?: string): ErrorResponse {
-  const spec: (typeof ERRORS)[ErrorCode] = ERRORS[code];
-  const retryAfter = 'retryAfter' in spec ? spec.retryAfter : undefined;
+/**
+ * The response for one of mvproxy's own errors; `message` replaces the table's (the code is always
+ * appended). `method`, the request's when known: a request that may have run gets Retry-After only
+ * if its method is safe (ErrorSpec.mayHaveRun).
+ */
+export function errorResponse(code: ErrorCode, message?: string, method?: string): ErrorResponse {
+  const spec: ErrorSpec = ERRORS[code];
+  const retryAfter = spec.mayHaveRun && method !== undefined && method !== 'GET' && method !== 'HEAD' ? undefined : spec.retryAfter;
   const body = statusBody(spec.status, spec.reason, `${message ?? spec.message} (${code})`, retryAfter ? { retryAfterSeconds: retryAfter } : undefined);
   const headers = ['content-type', STATUS_CONTENT_TYPE, 'x-content-type-options', 'nosniff', 'cache-control', 'no-cache, private'];
   if (retryAfter) headers.push('retry-after', String(retryAfter));

@@ -97,6 +97,11 @@ export interface PeerListenerOptions {
   allowedNames: readonly string[];
   onRequest(ex: Exchange): void;
   onRejected(ex: Exchange, why: string): void;
+  /**
+   * A protocol upgrade from a verified peer (issue 30: an exec/attach/port-forward its local
+   * apiserver could not take); absent: refused with a Status.
+   */
+  onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
   /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
   lifecycle?: { readonly draining: boolean };
 }
@@ -134,11 +139,18 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   ) as unknown as http.Server;
   answerExpectations(server, handler);
-  // Upgrades between peers are not proxied (in-tree they would arrive without identity, docs/kubernetes-mvp.md §2.3):
-  // a Status, and the connection closes; nothing after the upgrade request is read.
-  server.on('upgrade', (_req, socket: Socket) => {
-    socket.pause();
+  // Upgrades between peers: in-tree never proxies them (they would arrive without identity,
+  // docs/kubernetes-mvp.md §2.3); mvproxy's own failover (issue 30) sends them with the front-proxy
+  // identity, and they are taken from a peer whose certificate may use this listener. Otherwise a
+  // Status, and the connection closes; nothing after the upgrade request is read.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on('error', () => undefined);
+    const sock = req.socket as TLSSocket;
+    let why = verdicts.get(sock);
+    if (why === undefined) verdicts.set(sock, (why = peerVerdict(sock, allowed)));
+    if (o.onUpgrade !== undefined && why === null) return o.onUpgrade(req, socket, head);
+    socket.pause();
+    if (why !== null) return answerStatus(socket, 'MVP_ERR_PEER_UNAUTHORIZED', why);
     answerStatus(socket, 'MVP_ERR_PEER_UPGRADE');
   });
   return start(server, o.host, o.port, state);

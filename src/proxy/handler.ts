@@ -108,6 +108,32 @@ export class ProxyHandler {
     this.inflight.close();
   }
 
+  /**
+   * Where a client's protocol upgrade (exec, attach, port-forward) goes: the address of a peer's
+   * peer listener while the local apiserver is not serving and a peer serves the resource
+   * (--local-failover, issue 30; counted as a failover by the local state), else undefined: the
+   * local apiserver. Decided before anything is sent, so the upgrade never runs twice; one hop
+   * (a request already marked peer-proxied stays local).
+   */
+  upgradePeer(method: string, url: string, peerProxied: string | undefined): string | undefined {
+    if (!this.localFailover || peerProxied === 'true') return undefined;
+    const snap = this.o.snapshots.current;
+    if (snap.local === 'serving') return undefined;
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const info = newRequestInfo(method, path, q === -1 ? '' : url.slice(q + 1), snap.table.names, false);
+    const f = localFailoverTarget(info instanceof Error ? undefined : info, path, snap);
+    if (f === undefined) return undefined;
+    const first = this.c.pickStart(f.peers.length);
+    for (let i = 0; i < f.peers.length; i++) {
+      const address = snap.table.peerAddresses.get(f.peers[(first + i) % f.peers.length]!);
+      if (address === undefined) continue;
+      this.o.metrics.localFailovers.inc({ reason: snap.local });
+      return address;
+    }
+    return undefined;
+  }
+
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
     // Admission.

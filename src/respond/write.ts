@@ -10,7 +10,7 @@ import type { HeldAnswer } from '../upstream/failover';
 
 /** Writes one of mvproxy's own errors as a metav1.Status. */
 export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
-  const { status, headers, body } = errorResponse(code, message);
+  const { status, headers, body } = errorResponse(code, message, ex.method);
   // Answered before the request body was read whole (the upstream died mid-upload): the front end
   // closes the connection after this response (ClientResponse contract).
   ex.res.writeHead(status, { headers, contentLength: body.length, contentType: STATUS_CONTENT_TYPE }, false);

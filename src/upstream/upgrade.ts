@@ -21,7 +21,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
+import { carriesIdentity, forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
 import type { Identity } from '../api/identity';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../observability/log';
@@ -55,6 +55,14 @@ export interface UpgradeOptions {
   headTimeoutMs: number;
   /** The listener is draining: answered 429 (as any request on the client listener then). */
   draining: boolean;
+  /**
+   * The peer hop (issue 30: a new exec/attach/port-forward while the local apiserver is not
+   * serving goes to a peer's peer listener): x-kubernetes-peer-proxied: true is set and the proxy
+   * client certificate is always presented (the peer listener requires it).
+   */
+  peerHop?: boolean;
+  /** From the peer listener: the source mvproxy's identity headers are passed on (the connection is a verified peer). */
+  trustIdentityHeaders?: boolean;
 }
 
 /**
@@ -100,7 +108,9 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
 
   const incoming: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i].toLowerCase(), req.rawHeaders[i + 1]);
-  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: false, upgrade: true, identity: o.identity, identityRules: o.identityRules });
+  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: o.peerHop ?? false, upgrade: true, identity: o.identity, identityRules: o.identityRules, trustIdentityHeaders: o.trustIdentityHeaders });
+  // The front-proxy certificate: to a peer always, to the local apiserver only with identity headers (carriesIdentity).
+  const presentCert = o.peerHop === true || carriesIdentity(headers, o.identityRules);
   headers.unshift('host', o.target.host);
 
   const target = o.target;
@@ -112,7 +122,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
     path: req.url,
     headers,
     agent: false, // a connection of its own: after a 101 it belongs to the tunnel
-    ...(secure ? { ca: o.tls?.ca, /* the front-proxy certificate only with identity headers (carriesIdentity) */ ...(o.identity ? { cert: o.tls?.cert, key: o.tls?.key } : {}), servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname), ...o.tls?.policy } : {}),
+    ...(secure ? { ca: o.tls?.ca, ...(presentCert ? { cert: o.tls?.cert, key: o.tls?.key } : {}), servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname), ...o.tls?.policy } : {}),
   };
   const upReq = (secure ? https : http).request(options);
   let settled = false;

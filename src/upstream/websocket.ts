@@ -26,6 +26,13 @@ export interface WebSocketTarget {
   identityRules?: IdentityHeaderRules;
   /** The longest wait for the upstream's answer to the upgrade (--request-timeout): then 504. */
   headTimeoutMs: number;
+  /**
+   * --local-failover (issue 30): the address of a peer's peer listener to take this upgrade while
+   * the local apiserver is not serving (ProxyHandler.upgradePeer), else undefined; with the TLS
+   * to peers (the proxy client certificate, always presented there).
+   */
+  peerFor?(method: string, url: string, headers: readonly string[]): string | undefined;
+  peerTLS?: TLSFiles;
 }
 
 /** The headers the ws client must not be given: it writes its own handshake. */
@@ -57,7 +64,10 @@ export function webSocketDialer(t: WebSocketTarget): WebSocketDialer {
 
 /** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
 export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocketTarget, cb: BridgeCallbacks): () => void {
-  const forwarded = forwardRequestHeaders(req.headers, { remoteAddress: req.remoteAddress, peerHop: false, identity: req.identity, identityRules: t.identityRules });
+  const peer = t.peerFor?.(req.method, req.url, req.headers);
+  const origin = peer === undefined ? t.target : new URL(`https://${peer}`);
+  const tls = peer === undefined ? t.tls : t.peerTLS;
+  const forwarded = forwardRequestHeaders(req.headers, { remoteAddress: req.remoteAddress, peerHop: peer !== undefined, identity: req.identity, identityRules: t.identityRules });
   // Repeated fields stay separate lines (node:http writes an array value as one line each): the
   // apiserver reads every X-Remote-Group / Impersonate-Group line as one group, never a joined list.
   const headers: Record<string, string | string[]> = {};
@@ -76,7 +86,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
   }
   if (protocols.length) headers['sec-websocket-protocol'] = protocols.join(', ');
   let chosen = '';
-  const url = upstreamWebSocketURL(t.target, req.url);
+  const url = upstreamWebSocketURL(origin, req.url);
   if (url === undefined) {
     queueMicrotask(() => cb.fail('MVP_ERR_BAD_REQUEST_TARGET'));
     return () => undefined;
@@ -89,11 +99,11 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
       perMessageDeflate: false, // messages pass through as they are; the client's extensions are not negotiated upstream
       handshakeTimeout: t.headTimeoutMs,
       maxPayload: 64 * 1024 * 1024,
-      ca: t.tls?.ca,
-      // The front-proxy certificate only with identity headers (carriesIdentity says why).
-      ...(req.identity ? { cert: t.tls?.cert, key: t.tls?.key } : {}),
+      ca: tls?.ca,
+      // The front-proxy certificate: to a peer always, to the local apiserver only with identity headers (carriesIdentity says why).
+      ...(req.identity || peer !== undefined ? { cert: tls?.cert, key: tls?.key } : {}),
       followRedirects: false,
-      ...({ servername: t.tls?.servername, ...t.tls?.policy } as object), // passed on to tls.connect like ca/cert/key
+      ...({ servername: tls?.servername, ...tls?.policy } as object), // passed on to tls.connect like ca/cert/key
     });
   } catch {
     // Nothing a client sends may throw out of the request path (an invalid URL, a header value

@@ -3,7 +3,9 @@
 // member's apiserver is stopped (as in a restart: connections refused) and started again.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_FRONTEND } from '../support/frontends';
+import { DEFAULT_FRONTEND, FRONTENDS } from '../support/frontends';
+import { findKubectl, kubectl } from '../support/kubectl';
+import { sendRaw } from '../support/lenient-upstream';
 import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
 import { eventually } from '../support/poll';
 import { startSimApiserver } from '../../src/sim';
@@ -71,6 +73,48 @@ for (const failover of [true, false]) {
       assert.equal(back.headers['x-sim-server'], OLD);
       const all = await call(old.url, CM, { headers: AUTH });
       assert.equal((all.json().items as { metadata: { name: string } }[]).filter((i) => i.metadata.name === 'during').length, 1, 'created once');
+    });
+  });
+}
+
+// Exec, attach and port-forward (issue 30 item 3): one already open ends with the local apiserver;
+// a new one while it is not serving goes to a peer (its peer listener tunnels it to its apiserver),
+// decided before anything is sent, so it runs once; one hop.
+const k133 = findKubectl(33);
+for (const frontend of FRONTENDS) {
+  describe(`a new kubectl exec while the local apiserver is down (${frontend} front end, --local-failover)`, () => {
+    let plane: Plane & { tmp: string };
+    before(async () => {
+      plane = await twoVersionPlane(frontend, {
+        configure: (c) => {
+          c.connectTimeoutMs = 1000;
+          c.discoveryRefreshIntervalMs = 60_000;
+          c.localFailover = true;
+        },
+      });
+      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'shell', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] }, status: { phase: 'Running' } };
+      const r = await call(plane.member(OLD).url, '/api/v1/namespaces/default/pods', { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(pod) });
+      assert.equal(r.status, 201, r.text);
+    });
+    after(async () => plane?.close());
+
+    test('kubectl 1.33 exec through the member whose apiserver is stopped is served by the peer; an upgrade already marked peer-proxied is not sent on', { skip: 'skip' in k133 && k133.skip }, async () => {
+      const old = plane.member(OLD);
+      const port = old.sim.port;
+      await old.sim.close();
+      const state = async () => (await (await fetch(old.metricsUrl)).text()).match(/^mvproxy_local_apiserver_state\{state="(\w+)"\} 1$/m)?.[1];
+      await eventually(async () => (await state()) === 'down', { what: 'the local apiserver seen down', timeoutMs: 3000 });
+      try {
+        // The old member's apiserver is gone: only the peer's can have run it.
+        const r = await kubectl((k133 as { bin: string }).bin, old.url, ['exec', 'shell', '-n', 'default', '--', 'echo', 'via', 'the', 'peer']);
+        assert.equal(r.stdout, 'via the peer\n', r.stderr);
+        assert.match(await (await fetch(old.metricsUrl)).text(), /^mvproxy_local_failover_requests_total\{reason="down"\} [1-9]/m);
+        // One hop: an upgrade that already came from a peer stays local (refused there: a 503 Status).
+        const hop = await sendRaw(Number(new URL(old.url).port), 'GET /api/v1/namespaces/default/pods/shell/exec?command=echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\nx-kubernetes-peer-proxied: true\r\n\r\n', { waitMs: 1500 });
+        assert.ok(hop.status === 502 || hop.status === 503, hop.out);
+      } finally {
+        old.sim = await startSimApiserver({ name: OLD, kubernetesVersion: 'v1.33', store: plane.store, port });
+      }
     });
   });
 }

@@ -120,6 +120,8 @@ interface Case {
   first?: number;
   /** What the local apiserver's monitor was told (refused, shuttingDown), in order. */
   wantHealth?: string[];
+  /** The Retry-After the client gets (null: none). client-go resends any request answered 5xx/429 with one. */
+  wantRetryAfter?: string | null;
 }
 
 const OK = (body: string): Step[] => [{ head: 200 }, { body }, { end: true }];
@@ -142,7 +144,7 @@ const CASES: Case[] = [
   { desc: 'local failover: serving, but this request\'s connection is refused: the peer answers, even a create', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['local', '10.0.0.1:6443'] },
   { desc: 'local failover: the local apiserver answers 429 "shutting down": the peer answers', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [SHUTTING_DOWN], '10.0.0.1:6443': [OK('P1')] }, wantStatus: 200, wantAsked: ['local', '10.0.0.1:6443'] },
   { desc: 'local failover: a 429 of priority and fairness is the client\'s answer', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ head: 429 }, { body: 'too many requests' }, { end: true }]] }, wantStatus: 429, wantAsked: ['local'] },
-  { desc: 'local failover: a create reset after it was sent never goes to a peer', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
+  { desc: 'local failover: a create reset after it was sent never goes to a peer', method: 'POST', path: WIDGETS, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'], wantRetryAfter: null },
   { desc: 'local failover: down, and no peer serves the resource: the local answer (503)', path: `${WIDGETS}/a`, servedBy: 'local', localFailover: 'down', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 503, wantAsked: ['local'] },
   { desc: 'local failover: nobody serves it by the snapshot, the local apiserver refuses the connection: the peers are asked, the last one\'s 404 is the answer', path: `${WIDGETS}/a`, servedBy: 'nobody', localFailover: 'down', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.1:6443': [NOT_FOUND], '10.0.0.2:6443': [NOT_FOUND] }, wantStatus: 404, wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'] },
   { desc: 'local failover: nobody serves it by the snapshot, a create the local apiserver refuses: a peer that has it (its discovery lags) answers', method: 'POST', path: WIDGETS, servedBy: 'nobody', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.1:6443': [NOT_FOUND], '10.0.0.2:6443': [OK('P2')] }, wantStatus: 200, wantBody: /^P2$/, wantAsked: ['local', '10.0.0.1:6443', '10.0.0.2:6443'] },
@@ -186,7 +188,9 @@ const CASES: Case[] = [
   { desc: 'the random start is honoured: from the second peer', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], first: 1, upstream: { '10.0.0.2:6443': [OK('P2')] }, wantStatus: 200, wantAsked: ['10.0.0.2:6443'] },
   { desc: 'a framing violation from a peer: 502 Status, no failover (the answer may be the peer\'s)', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ fail: 'MVP_ERR_UPSTREAM_PROTOCOL' }]] }, wantStatus: 502, wantAsked: ['10.0.0.1:6443'] },
   { desc: 'the local apiserver refuses the connection: 503 "could not be reached"', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_UNAVAILABLE/, wantAsked: ['local'] },
-  { desc: 'the local apiserver drops a sent request: 503 "failed before it answered"', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
+  { desc: 'the local apiserver drops a sent request: 503 "failed before it answered", with Retry-After for a GET', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'], wantRetryAfter: '1' },
+  { desc: 'the local apiserver drops a sent create: 503 without Retry-After (client-go would send it again: twice created)', method: 'POST', path: WIDGETS, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'], wantRetryAfter: null },
+  { desc: 'a create the local apiserver refused (not sent): 503 with Retry-After', method: 'POST', path: WIDGETS, servedBy: 'local', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_UNAVAILABLE/, wantAsked: ['local'], wantRetryAfter: '1' },
   { desc: 'an upstream that fails after its head but before any byte reached the client: a Status, not a bare close', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ head: 200 }, { fail: 'ECONNRESET' }]] }, wantStatus: 503, wantBody: /MVP_ERR_LOCAL_FAILED/, wantAsked: ['local'] },
   { desc: 'an upstream that fails mid-body: the client connection is cut, not ended', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ head: 200 }, { body: 'par' }, { fail: 'ECONNRESET' }]] }, wantStatus: 200, wantAsked: ['local'], wantDestroyed: true },
   {
@@ -279,6 +283,11 @@ for (const c of CASES) {
     if (c.wantBody) assert.match(ex.res.body, c.wantBody);
     if (c.wantHealth) assert.deepEqual(health, c.wantHealth, 'told the local apiserver monitor');
     if (c.wantLength !== undefined) assert.equal(ex.res.head?.contentLength, c.wantLength, 'Content-Length');
+    if (c.wantRetryAfter !== undefined) {
+      const h = ex.res.head?.headers ?? [];
+      const i = h.findIndex((n, j) => j % 2 === 0 && n.toLowerCase() === 'retry-after');
+      assert.equal(i === -1 ? null : h[i + 1], c.wantRetryAfter, 'Retry-After');
+    }
     assert.equal(ex.res.destroyed, c.wantDestroyed ?? false, 'cut');
     if (!c.wantDestroyed) assert.ok(ex.res.ended, 'ended');
     if (c.wantMetrics) {
