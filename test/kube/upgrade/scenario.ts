@@ -78,6 +78,12 @@ export interface ClientCounts {
   byCode: Record<string, number>;
   /** Non-watch requests that failed (see the header), per kind. */
   failed: Record<Kind, number>;
+  /**
+   * Of the ConfigMap failures, the requests in flight on the apiserver at its SIGKILL (sent before,
+   * answered after): they may have run, so mvproxy answers them 503 without Retry-After and sends
+   * them nowhere else (a client talking to the apiserver directly gets a reset for them).
+   */
+  killedInFlight: number;
   spurious404: number;
   /** Requests that got no answer until the client's own 5 s timeout. */
   clientTimeouts: number;
@@ -296,6 +302,7 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         requests: reqs.length,
         byCode,
         failed: { configmaps: reqs.filter((r) => r.res === 'configmaps' && failed(r)).length, clustertrustbundles: reqs.filter((r) => r.res === 'clustertrustbundles' && failed(r)).length },
+        killedInFlight: stops[i] === 'sigkill' ? reqs.filter((r) => r.res === 'configmaps' && failed(r) && (r.code === 0 || r.code >= 500) && r.t - r.ms <= dStart && r.t >= dStart).length : 0,
         spurious404: reqs.filter(spurious).length,
         clientTimeouts: reqs.filter((r) => r.code === 0 && (r.ms >= CLIENT_TIMEOUT_MS - 100 || /Timeout|deadline/.test(r.err ?? ''))).length,
         watchErrors: lines.filter((l) => l.ev === 'watch-error' && !(l.res === 'clustertrustbundles' && l.code === 404 && servedNowhere(l.t))).length,
