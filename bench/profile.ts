@@ -68,12 +68,21 @@ function whereOf(cf: CallFrame): string {
   return `${u}:${cf.lineNumber + 1}`;
 }
 
-export function summarizeProfile(file: string, top = 25): ProfileSummary {
+/**
+ * @param window only the samples taken in [fromUs, toUs], on the profile's own clock (V8's
+ *   TimeTicks: CLOCK_MONOTONIC on Linux, as process.hrtime), e.g. one phase of a longer run
+ */
+export function summarizeProfile(file: string, top = 25, window?: { fromUs: number; toUs: number }): ProfileSummary {
   const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map<number, ProfileNode>();
   for (const n of p.nodes) byId.set(n.id, n);
   const self = new Map<number, number>();
-  for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000);
+  let at = p.startTime;
+  for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    if (window && (at < window.fromUs || at > window.toUs)) continue;
+    self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000);
+  }
   const key = (cf: CallFrame) => `${cf.functionName || '(anonymous)'}\u0000${whereOf(cf)}`;
   const fnSelf = new Map<string, number>();
   const fnTotal = new Map<string, number>();
@@ -120,7 +129,7 @@ export function summarizeProfile(file: string, top = 25): ProfileSummary {
   }
   return {
     file,
-    durationMs: (p.endTime - p.startTime) / 1000,
+    durationMs: window ? (Math.min(window.toUs, p.endTime) - Math.max(window.fromUs, p.startTime)) / 1000 : (p.endTime - p.startTime) / 1000,
     busyPct: total > 0 ? (busy / total) * 100 : 0,
     bySelf: fns.map(cost).sort((a, b) => b.selfMs - a.selfMs).slice(0, top),
     byTotal: fns

@@ -12,6 +12,9 @@
 //               (certificates.k8s.io/v1, which v1.34.4 does not serve), the dynamic client (JSON, as
 //               informers of custom resources; the encoding whose gzip watch-lists uWS corrupted)
 //   direct-local / direct-peer   the same kinds, client-go straight to the apiserver: the anchor
+//   floor-local  client -> bench/floor-watch.ts -> apiserver: the least node:http2 relay of the node
+//               front end's kind, the same-run floor of node-local's CPU per event (not in the
+//               default cases: `--cases node-local,floor-local,direct-local`)
 // Per case: W watches established (every one got its initial-events-end bookmark), RSS and fds held
 // per idle watch, connections into the apiserver; an idle CPU baseline (watches open, no events),
 // then 50 patches of the object, every watcher must get every one (delivery latency from the time
@@ -24,6 +27,10 @@
 //
 //   npm run test:scale                          W = 2,000 (MVPROXY_SCALE_WATCHES or --watches)
 //   npm run test:scale -- --watches 200 --cases node-local,direct-local [--mvproxy-build DIR]
+//   npm run test:scale -- --cases node-local,floor-local,direct-local --profile
+//       --profile: node --cpu-prof in every mvproxy and the floor; each profile is cut to its
+//       cases' update windows (CLOCK_MONOTONIC, the clock of V8's profile timestamps) and
+//       summarized (bench/profile.ts) into the JSON line: where the CPU per event goes.
 //
 // Prints progress on stderr and ONE JSON line on stdout; also writes bench/results/scale-<time>.json.
 
@@ -34,7 +41,8 @@ import { cpuSeconds, memory, round, sleep, startProc } from './lib';
 import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
 import { BIN_DIR, NEW, OLD, startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies, type Frontend, type Member } from '../test/kube/support/mvproxy';
-import { httpsGet } from '../test/kube/support/processes';
+import { freePort, httpsGet, startProcess, waitFor } from '../test/kube/support/processes';
+import { summarizeProfile } from './profile';
 import { num, str } from './args';
 
 // ---------------------------------------------------------------- options
@@ -51,8 +59,10 @@ const SETTLE_MS = num('--settle-ms', 2000);
 const RELEASE_MS = num('--release-ms', 10_000);
 /** An idle upstream HTTP/2 session closes 30 s after its last stream (src/upstream/h2/origin.ts). */
 const H2_IDLE_MS = 30_000;
-const ALL_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'direct-local', 'direct-peer'];
-const CASES = (str('--cases') ?? ALL_CASES.join(',')).split(',').filter(Boolean);
+const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'direct-local', 'direct-peer'];
+const ALL_CASES = [...DEFAULT_CASES, 'floor-local'];
+const CASES = (str('--cases') ?? DEFAULT_CASES.join(',')).split(',').filter(Boolean);
+const PROFILE = process.argv.includes('--profile');
 const TIME_LIMIT_MS = num('--time-limit-s', 900) * 1000;
 /** Another compiled mvproxy (DIR/src/main.js, e.g. a mutated copy) instead of compiling src/ into bench/.build. */
 const MVPROXY_BUILD = str('--mvproxy-build');
@@ -112,6 +122,7 @@ interface Gauges {
 }
 
 async function gauges(m: Member): Promise<Gauges> {
+  if (!m.metricsURL) return { inflightLong: 0, inflight: 0, h1: 0, h2: 0, streams: 0 }; // the floor has none
   const text = await (await fetch(`${m.metricsURL}/metrics`)).text();
   const g: Gauges = { inflightLong: 0, inflight: 0, h1: 0, h2: 0, streams: 0 };
   for (const line of text.split('\n')) {
@@ -163,7 +174,7 @@ function jemalloc(): Record<string, string> {
 
 interface Case {
   id: string;
-  frontend: Frontend | 'direct';
+  frontend: Frontend | 'direct' | 'floor';
   route: 'local' | 'peer';
   /** Where the watches go. */
   url: string;
@@ -212,7 +223,20 @@ interface CaseResult {
   /** From the client's exit until mvproxy and the apiserver released everything. */
   releaseMs?: number;
   caseS?: number;
+  /** --profile: where each relay's CPU went during the updates (its profile cut to this case's window). */
+  profile?: ProfileCut[];
 }
+
+interface ProfileCut {
+  process: string;
+  busyMsPerKEvents: number;
+  byPackage: { package: string; pct: number }[];
+  topSelf: { fn: string; where: string; pct: number }[];
+}
+
+/** --profile: per relay pid, the CLOCK_MONOTONIC µs windows of the cases' updates. */
+const windows = new Map<number, { caseId: string; fromUs: number; toUs: number; events: number; name: string }[]>();
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const failures: string[] = [];
 function fail(what: string): void {
@@ -266,9 +290,17 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
     const idle = pids.map((p, i) => (cpuSeconds(p) - i0[i]!) / ((performance.now() - it0) / 1000));
     const c0 = pids.map(cpuSeconds);
     const t0 = performance.now();
+    const fromUs = monotonicUs();
     client.child.stdin!.write('update\n');
     const del = (await line('delivered', UPDATES * INTERVAL_MS + 120_000)) as unknown as Delivered;
     const wallS = (performance.now() - t0) / 1000;
+    if (PROFILE) {
+      const toUs = monotonicUs();
+      for (const m of c.proxies) {
+        const pid = m.proc.child.pid!;
+        windows.set(pid, [...(windows.get(pid) ?? []), { caseId: c.id, fromUs, toUs, events: del.delivered, name: m.name }]);
+      }
+    }
     const cpu = pids.map((p, i) => cpuSeconds(p) - c0[i]! - idle[i]! * wallS);
     const perEvent = (s: number) => round(del.delivered > 0 ? (s / del.delivered) * 1e6 : NaN, 2);
 
@@ -300,7 +332,11 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
     await Promise.race([exited, sleep(10_000)]);
     if (!client.exited) await client.stop('SIGKILL', 1000);
     const gone = performance.now();
-    if (c.proxies.length) {
+    if (c.frontend === 'floor') {
+      // The floor releases nothing on purpose (no idle timeout, no gauges): it is stopped instead,
+      // which also writes its profile.
+      await c.proxies[0]!.stop();
+    } else if (c.proxies.length) {
       let last: ProxyState[] = [];
       // HTTP/2 sessions the case opened stay pooled (idle) until the end-of-run check: an fd each in
       // the mvproxy that dialed it and, between peers, in the one it dialed (B holds A's sessions).
@@ -343,6 +379,26 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
   }
 }
 
+// ---------------------------------------------------------------- the floor, profiles
+
+const PROFILE_DIR = join(__dirname, 'results', 'profiles');
+
+function profileEnv(): Record<string, string> {
+  if (!PROFILE) return {};
+  mkdirSync(PROFILE_DIR, { recursive: true });
+  return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}` };
+}
+
+/** bench/floor-watch.ts beside the v1.37.2 apiserver, dialing it as the admin, serving the apiserver's certificate; shaped as a Member (no metrics). */
+async function startFloor(plane: KubeControlPlane): Promise<Member> {
+  const port = await freePort();
+  const api = plane.apiservers[1]!;
+  const proc = startProcess('floor-watch', process.execPath, ['--import', 'tsx', join(__dirname, 'floor-watch.ts'), String(port), api.url, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey], plane.dir, { ...jemalloc(), ...profileEnv() });
+  await waitFor(() => 'floor-watch listening', async () => /floor-watch listening/.test(proc.log()), 30_000, proc);
+  say(`floor (node:http2 relay, bench/floor-watch.ts): pid ${proc.child.pid}`);
+  return { name: 'floor', url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: 0, proc, stop: async () => void (await proc.stop(10_000)) };
+}
+
 // ---------------------------------------------------------------- main
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -367,7 +423,7 @@ async function main(): Promise<number> {
   const pairs = new Map<Frontend, Member[]>();
   for (const f of frontends) {
     // As in the image: the compiled build, its environment, jemalloc; discovery at the default 30 s.
-    const members = await startMvproxies(plane, { frontend: f, extraArgs: ['--discovery-refresh-interval=30s'], command: { entry: [join(MVPROXY_BUILD ?? BUILD_DIR, 'src', 'main.js')], env: { ...IMAGE_ENV, ...jemalloc() } } });
+    const members = await startMvproxies(plane, { frontend: f, extraArgs: ['--discovery-refresh-interval=30s'], command: { entry: [join(MVPROXY_BUILD ?? BUILD_DIR, 'src', 'main.js')], env: { ...IMAGE_ENV, ...jemalloc(), ...profileEnv() } } });
     cleanups.push(() => Promise.all(members.map((m) => m.stop())));
     pairs.set(f, members);
     say(`mvproxy pair (${f}): pids ${members.map((m) => m.proc.child.pid).join(', ')}`);
@@ -375,17 +431,24 @@ async function main(): Promise<number> {
   const start = new Map<Member, ProxyState>();
   for (const ms of pairs.values()) for (const m of ms) start.set(m, await proxyState(m));
 
+  const floor = CASES.includes('floor-local') ? await startFloor(plane) : undefined;
+  if (floor) {
+    cleanups.push(() => floor.stop());
+    start.set(floor, await proxyState(floor));
+  }
+
   const apiConnsStart = connectionsTo(api.port);
   const results: Record<string, CaseResult> = {};
   for (const id of CASES) {
-    const [fe, route] = id.split('-') as [Frontend | 'direct', 'local' | 'peer'];
+    const [fe, route] = id.split('-') as [Frontend | 'direct' | 'floor', 'local' | 'peer'];
     const kind = route === 'local' ? 'configmaps' : 'clustertrustbundles';
-    const members = fe === 'direct' ? [] : pairs.get(fe)!;
+    const members = fe === 'direct' ? [] : fe === 'floor' ? [floor!, floor!] : pairs.get(fe)!;
     // Local: the member beside v1.37.2. Peer: the member beside v1.34.4, which has no such kind.
     const proxies = fe === 'direct' ? [] : route === 'local' ? [members[1]!] : [members[0]!, members[1]!];
     const url = fe === 'direct' ? api.url : proxies[0]!.url;
     const r = await runCase({ id, frontend: fe, route, url, kind, proxies }, plane, adminKC);
     if (r) results[id] = r;
+    if (fe === 'floor') start.delete(floor!);
   }
   for (const [id, r] of Object.entries(results)) {
     const d = results[`direct-${id.split('-')[1]}`];
@@ -395,7 +458,7 @@ async function main(): Promise<number> {
   // Issue 29's targets, read off this run (reported, not enforced: the run fails only on lost events and leaks).
   const targets29: Record<string, string[]> = {};
   for (const [id, r] of Object.entries(results)) {
-    if (id.startsWith('direct')) continue;
+    if (id.startsWith('direct') || id.startsWith('floor')) continue;
     const missed: string[] = [];
     const perHop = r.peerConnections !== undefined ? Math.max(r.apiserverConnections, r.peerConnections) : r.apiserverConnections;
     if (perHop > W / 50 + 10) missed.push(`connections ${perHop} > W/50+10`);
@@ -424,6 +487,30 @@ async function main(): Promise<number> {
     apiConns = connectionsTo(api.port);
   }
   if (apiConns > apiConnsStart + SLACK) fail(`connections into the apiserver not back at the end: ${apiConnsStart} -> ${apiConns}`);
+
+  if (PROFILE) {
+    // The profiles are written when the processes exit: stop them, then cut each to its windows.
+    await cleanup();
+    for (const [pid, ws] of windows) {
+      const file = readdirSync(PROFILE_DIR).find((f) => f.includes(`.${pid}.`) && f.endsWith('.cpuprofile'));
+      if (!file) {
+        fail(`--profile: no profile of pid ${pid} in ${PROFILE_DIR}`);
+        continue;
+      }
+      for (const w of ws) {
+        const sum = summarizeProfile(join(PROFILE_DIR, file), 12, { fromUs: w.fromUs, toUs: w.toUs });
+        const cut: ProfileCut = {
+          process: w.name,
+          busyMsPerKEvents: round(((sum.durationMs * sum.busyPct) / 100 / w.events) * 1000, 2),
+          byPackage: sum.byPackage.slice(0, 8).map((p) => ({ package: p.package, pct: round(p.pct, 1) })),
+          topSelf: sum.bySelf.slice(0, 12).map((f) => ({ fn: f.fn, where: f.where, pct: round(f.selfPct, 1) })),
+        };
+        (results[w.caseId]!.profile ??= []).push(cut);
+        say(`profile ${w.caseId} (${w.name}, ${round(sum.durationMs / 1000, 1)} s window): ${cut.busyMsPerKEvents} ms busy per 1,000 events; ${cut.byPackage.map((p) => `${p.package} ${p.pct} %`).join(', ')}`);
+        say(`  top self: ${cut.topSelf.map((f) => `${f.fn} ${f.pct} %`).join(', ')}`);
+      }
+    }
+  }
 
   const out = {
     schema: 'mvproxy-test-scale/1',

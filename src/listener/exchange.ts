@@ -55,9 +55,9 @@ export interface ClientResponse {
   /**
    * Writes a body chunk. false = the client is slow: stop until onDrain fires. The chunk is valid
    * during the call only (the relay's reads land in one reused buffer): a front end copies what it
-   * keeps past the call.
+   * keeps past the call, unless `kept` says the chunk stays valid (an HTTP/2 upstream's DATA).
    */
-  write(chunk: Buffer): boolean;
+  write(chunk: Buffer, kept?: boolean): boolean;
   /** Ends the response normally. */
   end(): void;
   /** Cuts the client connection: the upstream failed mid-body, so a clean end would be a lie (docs/kubernetes-mvp.md §2.4). */

@@ -91,10 +91,11 @@ export class NodeResponse implements ClientResponse {
     this.res.writeHead(p.status, headers);
   }
 
-  write(chunk: Buffer): boolean {
+  write(chunk: Buffer, kept = false): boolean {
     this.flushHead();
-    // node:http keeps the chunk until it is written: a copy (ClientResponse.write).
-    return this.res.write(Buffer.from(chunk));
+    // node:http keeps the chunk until it is written: a copy, unless it stays valid anyway (an HTTP/2
+    // upstream's: each watch event of the node front end was copied once more; ClientResponse.write).
+    return this.res.write(kept ? chunk : Buffer.from(chunk));
   }
 
   end(): void {

@@ -119,6 +119,7 @@ export class UwsResponse implements ClientResponse {
    * this file).
    */
   writeHead(status: number, head: ResponseHead, flushNow: boolean): void {
+    this.streaming = flushNow;
     this.status = status;
     this.head = head;
     this.length = head.contentLength;
@@ -163,6 +164,8 @@ export class UwsResponse implements ClientResponse {
   private queuedOwned = false;
   /** Body bytes handed to write() so far (queued or written). */
   private bodyBytes = 0;
+  /** A long-running answer (writeHead's flushNow): its queue starts at STREAM_QUEUE_BYTES. */
+  private streaming = false;
   /** write() returned false for the queue's size: onDrain is owed once it is written. */
   private owesDrain = false;
 
@@ -184,7 +187,11 @@ export class UwsResponse implements ClientResponse {
       // The common answer (a GET: the whole known-length body in one chunk) goes out now.
       if (total >= 0 && this.bodyBytes >= total) return this.writeNow(chunk);
       // Room for the rest of a known-length body (up to COALESCE_MAX_BYTES), else for 64 KiB.
-      const rest = total >= 0 ? total - (this.bodyBytes - chunk.length) : COALESCE_INITIAL_BYTES;
+      // A stream (a watch: one event a turn, mostly) takes room for a few events, not 64 KiB: at
+      // 2,000 watches one update took 2,000 × 64 KiB, past the 4 MiB arena after 64 of them, and every
+      // other event allocated 64 KiB (test:scale --profile, uws-local: allocation 8 % and GC 9 % of
+      // mvproxy's CPU). The queue grows if a burst (a watch-list's initial events) needs more.
+      const rest = total >= 0 ? total - (this.bodyBytes - chunk.length) : this.streaming ? STREAM_QUEUE_BYTES : COALESCE_INITIAL_BYTES;
       this.queued = takeQueue(Math.max(chunk.length, Math.min(rest, COALESCE_MAX_BYTES)));
       this.queuedOwned = this.queued.buffer !== ARENA.buffer;
       this.queuedBytes = 0;
@@ -355,6 +362,8 @@ export class UwsResponse implements ClientResponse {
 const COALESCE_MAX_BYTES = 256 * 1024;
 /** The coalescing buffer of a body of unknown length starts at this size (it grows if a turn brings more). */
 const COALESCE_INITIAL_BYTES = 64 * 1024;
+/** A stream's first queue of a turn: a few watch events (~1 KiB each here); grown when more come. */
+const STREAM_QUEUE_BYTES = 4 * 1024;
 /** Only chunks up to one TLS record (16 KiB, what node:tls hands over per callback) are queued. */
 const COALESCE_CHUNK_MAX_BYTES = 16 * 1024;
 

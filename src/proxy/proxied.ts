@@ -347,15 +347,15 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     if (!this.ex.clientClosed) this.ex.res.writeHead(head.status, head, this.longRunning);
   }
 
-  upstreamBody(chunk: Buffer): boolean {
+  upstreamBody(chunk: Buffer, kept = false): boolean {
     if (this.answer === A_HOLDING) {
-      if (this.heldLength + chunk.length > HELD_BODY_MAX) return this.relayHeld(chunk);
+      if (this.heldLength + chunk.length > HELD_BODY_MAX) return this.relayHeld(chunk, kept);
       this.heldLength += chunk.length;
-      this.held!.body.push(Buffer.from(chunk));
+      this.held!.body.push(kept ? chunk : Buffer.from(chunk));
       return true;
     }
     if (this.ex.clientClosed) return true;
-    if (this.ex.res.write(chunk)) return true;
+    if (this.ex.res.write(chunk, kept)) return true;
     // A stream's client that stops reading: its upstream pauses (its HTTP/2 stream's window bounds
     // what waits here); one that does not drain within SLOW_STREAM_MS is ended (expire()).
     if (this.longRunning) this.deadline = performance.now() + SLOW_STREAM_MS;
@@ -367,7 +367,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
    * proxied backend's 429 or 404, say), so it is the client's answer, relayed from its head on as it
    * comes. It used to be kept to its first 64 KiB and sent as if whole (issue 33 audit).
    */
-  private relayHeld(chunk: Buffer): boolean {
+  private relayHeld(chunk: Buffer, kept: boolean): boolean {
     const held = this.held!;
     this.held = null;
     this.answer = A_RELAYING;
@@ -375,9 +375,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     if (this.longRunning) this.deadline = Infinity;
     if (!this.ex.clientClosed) {
       this.ex.res.writeHead(held.status, held.head, this.longRunning);
-      for (const b of held.body) this.ex.res.write(b);
+      for (const b of held.body) this.ex.res.write(b, true); // copies or kept chunks: the request's own
     }
-    return this.upstreamBody(chunk);
+    return this.upstreamBody(chunk, kept);
   }
 
   private drained(): void {

@@ -21,8 +21,12 @@ export interface AttemptHead extends ResponseHead {
 export interface AttemptReport {
   /** The final response head (1xx answers are read and not reported). */
   upstreamHead(head: AttemptHead): void;
-  /** A body slice (a view of the socket's read: relay or copy it now). false: stop until resume(). */
-  upstreamBody(chunk: Buffer): boolean;
+  /**
+   * A body slice. false: stop until resume(). `kept`: the chunk stays valid after the call (an
+   * HTTP/2 stream's DATA, which node:http2 reads into a new buffer each time); otherwise it is a
+   * view of the socket's reused read buffer: relay or copy it now.
+   */
+  upstreamBody(chunk: Buffer, kept?: boolean): boolean;
   /** The response ended; the connection went back to its pool (or was closed). */
   upstreamEnd(): void;
   /**

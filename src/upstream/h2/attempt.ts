@@ -128,7 +128,7 @@ export class H2Attempt implements Attempt {
     });
     stream.on('data', (chunk: Buffer) => {
       if (this.done) return;
-      if (!this.report.upstreamBody(chunk)) stream.pause();
+      if (!this.report.upstreamBody(chunk, true)) stream.pause();
     });
     stream.on('end', () => {
       if (this.done) return;

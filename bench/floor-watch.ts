@@ -1,0 +1,70 @@
+// The floor of mvproxy's node front end for watches (issue 29): the least code that relays
+// client-go watches to kube-apiserver the way mvproxy's node front end does — node:http2 in front
+// (h2 and HTTP/1.1 by ALPN, the compat API), HTTP/2 sessions behind (a new one when one carries 100
+// streams, as kube-apiserver's limit), each response piped — and nothing else: no routing, no
+// identity (it dials the apiserver as the certificate it is given), no metrics, no bounds.
+// npm run test:scale's `floor-local` case runs it beside node-local: what this runtime costs per
+// delivered event before any mvproxy code.
+//
+//   node --import tsx bench/floor-watch.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY
+
+import http2 from 'node:http2';
+import { readFileSync } from 'node:fs';
+
+const [port, upstream, caFile, certFile, keyFile, servingCert, servingKey] = process.argv.slice(2);
+if (!servingKey) {
+  process.stderr.write('usage: floor-watch.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY\n');
+  process.exit(2);
+}
+const tls = { ca: readFileSync(caFile!), cert: readFileSync(certFile!), key: readFileSync(keyFile!) };
+const STREAMS_PER_SESSION = 100;
+
+interface Session {
+  s: http2.ClientHttp2Session;
+  streams: number;
+}
+const sessions: Session[] = [];
+
+function session(): Session {
+  for (const x of sessions) if (x.streams < STREAMS_PER_SESSION && !x.s.closed && !x.s.destroyed) return x;
+  const x: Session = { s: http2.connect(upstream!, tls), streams: 0 };
+  x.s.on('error', () => undefined);
+  x.s.on('close', () => sessions.splice(sessions.indexOf(x), 1));
+  sessions.push(x);
+  return x;
+}
+
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'te']);
+
+const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true }, (req, res) => {
+  const x = session();
+  x.streams++;
+  const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.url };
+  for (const [k, v] of Object.entries(req.headers)) if (k[0] !== ':' && !HOP.has(k)) headers[k] = v;
+  const up = x.s.request(headers, { endStream: req.method === 'GET' || req.method === 'HEAD' });
+  if (req.method !== 'GET' && req.method !== 'HEAD') req.pipe(up);
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    x.streams--;
+  };
+  up.on('response', (h) => {
+    const out: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(h)) if (k[0] !== ':' && !HOP.has(k) && v !== undefined) out[k] = v as string | string[];
+    res.writeHead(Number(h[':status']), out);
+    up.pipe(res);
+  });
+  up.on('close', () => {
+    finish();
+    if (!res.headersSent) res.writeHead(502).end();
+    else if (!res.writableEnded) res.end();
+  });
+  up.on('error', () => undefined);
+  res.on('close', () => {
+    finish();
+    if (!up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
+  });
+});
+server.listen(Number(port), '127.0.0.1', () => process.stdout.write(`floor-watch listening on 127.0.0.1:${port}\n`));
+process.on('SIGTERM', () => process.exit(0));
