@@ -175,21 +175,20 @@ export class CertificateUsers {
     this.cache.clear();
   }
 
+  /** By the PEM uWS hands over per request. */
   ofPEM(pem: string): CertificateUser {
-    let u = this.cache.get(pem);
-    if (u === undefined) {
-      u = this.read(pem);
-      if (this.cache.size >= CertificateUsers.CACHE_MAX) this.cache.clear();
-      this.cache.set(pem, u);
-    }
-    return u;
+    return this.cached(pem, pem);
   }
 
+  /** By the DER node:tls gives, keyed by its SHA-256 (which node:tls has computed already). */
   ofDER(der: Buffer, fingerprint256: string): CertificateUser {
-    const key = fingerprint256;
+    return this.cached(fingerprint256, der);
+  }
+
+  private cached(key: string, cert: string | Buffer): CertificateUser {
     let u = this.cache.get(key);
     if (u === undefined) {
-      u = this.read(der);
+      u = this.read(cert);
       if (this.cache.size >= CertificateUsers.CACHE_MAX) this.cache.clear();
       this.cache.set(key, u);
     }

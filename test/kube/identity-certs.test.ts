@@ -14,17 +14,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { kubectlAs, startControlPlane, type KubeControlPlane } from './support/control-plane';
-import { KubeClient } from './support/client';
+import { KubeClient, type UserInfo } from './support/client';
 import { forEachFrontend } from './support/suite';
 import type { UserCert } from './support/pki';
 import { CN, derClientCert, nameDER, O, TAG, UID, type DerCertOptions } from '../support/der-cert';
 
-interface UserInfo {
-  username?: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
 /** What a server made of a certificate: a user, a refusal (401, or a failed handshake), or another answer (403 to system:anonymous). */
 type Outcome = { user: UserInfo } | { refused: string } | { other: string };
 

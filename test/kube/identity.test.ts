@@ -6,16 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { kubectlAs, startControlPlane, type Impersonation, type KubeControlPlane } from './support/control-plane';
-import { KubeClient } from './support/client';
+import { KubeClient, type UserInfo } from './support/client';
 import { forEachFrontend } from './support/suite';
 import type { UserCert } from './support/pki';
 
-interface UserInfo {
-  username?: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
 
 type Cred = { cert: UserCert } | { token: string } | { anonymous: true };
 

@@ -7,6 +7,14 @@ import { httpsRequest, type Reply } from './processes';
 
 export type Cred = { cert: UserCert } | { token: string } | { anonymous: true };
 
+/** authentication.k8s.io/v1 UserInfo, as a SelfSubjectReview (kubectl auth whoami) reports it. */
+export interface UserInfo {
+  username?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
 export interface WatchEvent {
   type: string;
   object: { kind?: string; metadata?: { name?: string; resourceVersion?: string }; code?: number };
