@@ -10,20 +10,25 @@ import { twoVersionPlane, call, AUTH, OLD, NEW } from '../support/plane';
 import { eventually } from '../support/poll';
 import { startSimApiserver } from '../../src/sim';
 import type { Plane } from '../../src/demo/topology';
+import type { Frontend } from '../../src/config/types';
 
 const CM = '/api/v1/namespaces/default/configmaps';
+
+/** Two members sharing one store; a stopped apiserver is refused within 1 s; discovery does not refresh during the test. */
+const failoverPlane = (frontend: Frontend, failover: boolean) =>
+  twoVersionPlane(frontend, {
+    configure: (c) => {
+      c.connectTimeoutMs = 1000;
+      c.discoveryRefreshIntervalMs = 60_000;
+      c.localFailover = failover;
+    },
+  });
 
 for (const failover of [true, false]) {
   describe(`the local apiserver stops and comes back, --local-failover=${failover} (${DEFAULT_FRONTEND} front end)`, () => {
     let plane: Plane & { tmp: string };
     before(async () => {
-      plane = await twoVersionPlane(DEFAULT_FRONTEND, {
-        configure: (c) => {
-          c.connectTimeoutMs = 1000;
-          c.discoveryRefreshIntervalMs = 60_000;
-          c.localFailover = failover;
-        },
-      });
+      plane = await failoverPlane(DEFAULT_FRONTEND, failover);
       const r = await call(plane.member(OLD).url, CM, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `before-${failover}` } }) });
       assert.equal(r.status, 201, r.text);
     });
@@ -85,13 +90,7 @@ for (const frontend of FRONTENDS) {
   describe(`a new kubectl exec while the local apiserver is down (${frontend} front end, --local-failover)`, () => {
     let plane: Plane & { tmp: string };
     before(async () => {
-      plane = await twoVersionPlane(frontend, {
-        configure: (c) => {
-          c.connectTimeoutMs = 1000;
-          c.discoveryRefreshIntervalMs = 60_000;
-          c.localFailover = true;
-        },
-      });
+      plane = await failoverPlane(frontend, true);
       const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'shell', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] }, status: { phase: 'Running' } };
       const r = await call(plane.member(OLD).url, '/api/v1/namespaces/default/pods', { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify(pod) });
       assert.equal(r.status, 201, r.text);
