@@ -4,14 +4,16 @@
 // streams, as kube-apiserver's limit), each response piped — and nothing else: no routing, no
 // identity (it dials the apiserver as the certificate it is given), no metrics, no bounds.
 // npm run test:scale's `floor-local` case runs it beside node-local: what this runtime costs per
-// delivered event before any mvproxy code.
+// delivered event before any mvproxy code. With `uws` last, the front is uWebSockets.js instead
+// (SSLApp, each DATA chunk written as it comes, the head with the first): the floor of the uWS
+// front end (`uwsfloor-local`), on the Node that loads uWS.
 //
-//   node --import tsx bench/floor-watch.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY
+//   node --import tsx bench/floor-watch.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY [uws]
 
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 
-const [port, upstream, caFile, certFile, keyFile, servingCert, servingKey] = process.argv.slice(2);
+const [port, upstream, caFile, certFile, keyFile, servingCert, servingKey, front] = process.argv.slice(2);
 if (!servingKey) {
   process.stderr.write('usage: floor-watch.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY\n');
   process.exit(2);
@@ -36,35 +38,99 @@ function session(): Session {
 
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'te']);
 
-const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true }, (req, res) => {
-  const x = session();
-  x.streams++;
-  const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.url };
-  for (const [k, v] of Object.entries(req.headers)) if (k[0] !== ':' && !HOP.has(k)) headers[k] = v;
-  const up = x.s.request(headers, { endStream: req.method === 'GET' || req.method === 'HEAD' });
-  if (req.method !== 'GET' && req.method !== 'HEAD') req.pipe(up);
-  let done = false;
-  const finish = () => {
-    if (done) return;
-    done = true;
-    x.streams--;
-  };
-  up.on('response', (h) => {
-    const out: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(h)) if (k[0] !== ':' && !HOP.has(k) && v !== undefined) out[k] = v as string | string[];
-    res.writeHead(Number(h[':status']), out);
-    up.pipe(res);
+if (front === 'uws') serveUWS();
+else {
+  const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true }, (req, res) => {
+    const x = session();
+    x.streams++;
+    const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.url };
+    for (const [k, v] of Object.entries(req.headers)) if (k[0] !== ':' && !HOP.has(k)) headers[k] = v;
+    const up = x.s.request(headers, { endStream: req.method === 'GET' || req.method === 'HEAD' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') req.pipe(up);
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      x.streams--;
+    };
+    up.on('response', (h) => {
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(h)) if (k[0] !== ':' && !HOP.has(k) && v !== undefined) out[k] = v as string | string[];
+      res.writeHead(Number(h[':status']), out);
+      up.pipe(res);
+    });
+    up.on('close', () => {
+      finish();
+      if (!res.headersSent) res.writeHead(502).end();
+      else if (!res.writableEnded) res.end();
+    });
+    up.on('error', () => undefined);
+    res.on('close', () => {
+      finish();
+      if (!up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
+    });
   });
-  up.on('close', () => {
-    finish();
-    if (!res.headersSent) res.writeHead(502).end();
-    else if (!res.writableEnded) res.end();
-  });
-  up.on('error', () => undefined);
-  res.on('close', () => {
-    finish();
-    if (!up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
-  });
-});
-server.listen(Number(port), '127.0.0.1', () => process.stdout.write(`floor-watch listening on 127.0.0.1:${port}\n`));
+  server.listen(Number(port), '127.0.0.1', () => process.stdout.write(`floor-watch listening on 127.0.0.1:${port}\n`));
+}
 process.on('SIGTERM', () => process.exit(0));
+
+/** The uWS front: GETs only (watches), each upstream chunk written at once, backpressure by onWritable. */
+function serveUWS(): void {
+  // The native addon is CommonJS only (src/listener/uws.ts loads it the same way).
+  const uws = require('uwebsockets') as typeof import('uwebsockets');
+  const app = uws.SSLApp({ cert_file_name: servingCert!, key_file_name: servingKey! });
+  app.any('/*', (res, req) => {
+    const q = req.getQuery();
+    const headers: http2.OutgoingHttpHeaders = { ':method': req.getCaseSensitiveMethod(), ':path': q ? `${req.getUrl()}?${q}` : req.getUrl() };
+    req.forEach((k, v) => {
+      if (!HOP.has(k)) headers[k] = v;
+    });
+    const x = session();
+    x.streams++;
+    const up = x.s.request(headers, { endStream: true });
+    let aborted = false;
+    let status = '502 Bad Gateway';
+    let head: [string, string][] = [];
+    let headSent = false;
+    const writeHead = () => {
+      if (headSent) return;
+      headSent = true;
+      res.writeStatus(status);
+      for (const [k, v] of head) res.writeHeader(k, v);
+    };
+    res.onAborted(() => {
+      aborted = true;
+      if (!up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
+    });
+    up.on('response', (h) => {
+      status = String(h[':status']);
+      head = [];
+      for (const [k, v] of Object.entries(h)) if (k[0] !== ':' && !HOP.has(k) && k !== 'content-length' && k !== 'date' && v !== undefined) for (const one of [v].flat()) head.push([k, String(one)]);
+    });
+    up.on('data', (chunk: Buffer) => {
+      if (aborted) return;
+      res.cork(() => {
+        writeHead();
+        if (!res.write(chunk)) {
+          up.pause();
+          res.onWritable(() => {
+            up.resume();
+            return true;
+          });
+        }
+      });
+    });
+    up.on('error', () => undefined);
+    up.on('close', () => {
+      x.streams--;
+      if (!aborted) res.cork(() => (writeHead(), res.end()));
+    });
+  });
+  app.listen('127.0.0.1', Number(port), (token) => {
+    if (!token) {
+      process.stderr.write(`floor-watch: cannot listen on ${port}\n`);
+      process.exit(1);
+    }
+    process.stdout.write(`floor-watch listening on 127.0.0.1:${port}\n`);
+  });
+}
