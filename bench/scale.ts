@@ -16,6 +16,9 @@
 //               front end's kind, the same-run floor of node-local's CPU per event (not in the
 //               default cases: `--cases node-local,floor-local,direct-local`)
 //   uwsfloor-local  the same with a uWS front (floor-watch.ts uws): the floor of uws-local
+//   floor-peer, uwsfloor-peer  two floors chained as the peer route is (client -> floor A, node or uWS
+//               in front -> HTTP/2 over TLS with a client certificate -> node:http2 floor B -> apiserver):
+//               the floor of node-peer and uws-peer
 // Per case: W watches established (every one got its initial-events-end bookmark), RSS and fds held
 // per idle watch, connections into the apiserver; an idle CPU baseline (watches open, no events),
 // then 50 patches of the object, every watcher must get every one (delivery latency from the time
@@ -61,7 +64,7 @@ const RELEASE_MS = num('--release-ms', 10_000);
 /** An idle upstream HTTP/2 session closes 30 s after its last stream (src/upstream/h2/origin.ts). */
 const H2_IDLE_MS = 30_000;
 const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'direct-local', 'direct-peer'];
-const ALL_CASES = [...DEFAULT_CASES, 'floor-local', 'uwsfloor-local'];
+const ALL_CASES = [...DEFAULT_CASES, 'floor-local', 'uwsfloor-local', 'floor-peer', 'uwsfloor-peer'];
 const CASES = (str('--cases') ?? DEFAULT_CASES.join(',')).split(',').filter(Boolean);
 const PROFILE = process.argv.includes('--profile');
 const TIME_LIMIT_MS = num('--time-limit-s', 900) * 1000;
@@ -335,7 +338,7 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
     const gone = performance.now();
     if (c.frontend === 'floor' || c.frontend === 'uwsfloor') {
       // The floor releases nothing on purpose (no idle timeout, no gauges): it is stopped instead,
-      // which also writes its profile.
+      // which also writes its profile (a peer floor's B, shared, cancels A's streams when A goes).
       await c.proxies[0]!.stop();
     } else if (c.proxies.length) {
       let last: ProxyState[] = [];
@@ -390,17 +393,19 @@ function profileEnv(): Record<string, string> {
   return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}` };
 }
 
-/** bench/floor-watch.ts beside the v1.37.2 apiserver, dialing it as the admin, serving the apiserver's certificate; shaped as a Member (no metrics). */
-async function startFloor(plane: KubeControlPlane, front: 'node' | 'uws'): Promise<Member> {
+/**
+ * bench/floor-watch.ts dialing `upstream` (the v1.37.2 apiserver, or floor B of a peer floor) with
+ * the admin's certificate, serving the apiserver's; shaped as a Member (no metrics; peerPort is
+ * its own port, which a peer floor A dials).
+ */
+async function startFloor(plane: KubeControlPlane, front: 'node' | 'uws', upstream: string, name: string): Promise<Member> {
   const port = await freePort();
-  const api = plane.apiservers[1]!;
   const node = front === 'uws' ? uwsNode() : process.execPath;
-  if (node === null) throw new Error('uwsfloor-local: no Node here loads uWS (scripts/node-glibc.sh)');
-  const name = front === 'uws' ? 'floor-watch-uws' : 'floor-watch';
-  const proc = startProcess(name, node, ['--import', 'tsx', join(__dirname, 'floor-watch.ts'), String(port), api.url, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey, front], plane.dir, { ...jemalloc(), ...profileEnv() });
+  if (node === null) throw new Error(`${name}: no Node here loads uWS (scripts/node-glibc.sh)`);
+  const proc = startProcess(name, node, ['--import', 'tsx', join(__dirname, 'floor-watch.ts'), String(port), upstream, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey, front], plane.dir, { ...jemalloc(), ...profileEnv() });
   await waitFor(() => `${name} listening`, async () => /floor-watch listening/.test(proc.log()), 30_000, proc);
-  say(`floor (${front === 'uws' ? 'uWS' : 'node:http2'} relay, bench/floor-watch.ts): pid ${proc.child.pid}`);
-  return { name: front === 'uws' ? 'uwsfloor' : 'floor', url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: 0, proc, stop: async () => void (await proc.stop(10_000)) };
+  say(`${name} (${front === 'uws' ? 'uWS' : 'node:http2'} relay, bench/floor-watch.ts -> ${upstream}): pid ${proc.child.pid}`);
+  return { name, url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: port, proc, stop: async () => void (await proc.stop(10_000)) };
 }
 
 // ---------------------------------------------------------------- main
@@ -435,12 +440,19 @@ async function main(): Promise<number> {
   const start = new Map<Member, ProxyState>();
   for (const ms of pairs.values()) for (const m of ms) start.set(m, await proxyState(m));
 
+  // Floors: one per local case; the peer floors share B (node:http2, as mvproxy's peer listener).
   const floors = new Map<string, Member>();
-  for (const f of ['floor', 'uwsfloor'] as const) {
-    if (!CASES.includes(`${f}-local`)) continue;
-    const m = await startFloor(plane, f === 'uwsfloor' ? 'uws' : 'node');
+  const floorStart = async (id: string, front: 'node' | 'uws', upstream: string) => {
+    const m = await startFloor(plane, front, upstream, id);
     cleanups.push(() => m.stop());
-    floors.set(f, m);
+    floors.set(id, m);
+    return m;
+  };
+  const floorB = CASES.some((c) => c.endsWith('floor-peer')) ? await floorStart('floor-b', 'node', api.url) : undefined;
+  for (const f of ['floor', 'uwsfloor'] as const) {
+    const front = f === 'uwsfloor' ? 'uws' : 'node';
+    if (CASES.includes(`${f}-local`)) await floorStart(`${f}-local`, front, api.url);
+    if (floorB && CASES.includes(`${f}-peer`)) await floorStart(`${f}-peer`, front, floorB.url);
   }
 
   const apiConnsStart = connectionsTo(api.port);
@@ -448,14 +460,16 @@ async function main(): Promise<number> {
   for (const id of CASES) {
     const [fe, route] = id.split('-') as [Frontend | 'direct' | 'floor' | 'uwsfloor', 'local' | 'peer'];
     const kind = route === 'local' ? 'configmaps' : 'clustertrustbundles';
-    const floor = floors.get(fe);
-    const members = fe === 'direct' ? [] : floor !== undefined ? [floor, floor] : pairs.get(fe as Frontend)!;
+    const floor = floors.get(id);
+    const members = fe === 'direct' || floor ? [] : pairs.get(fe as Frontend)!;
     // Local: the member beside v1.37.2. Peer: the member beside v1.34.4, which has no such kind.
-    const proxies = fe === 'direct' ? [] : route === 'local' ? [members[1]!] : [members[0]!, members[1]!];
+    const proxies = fe === 'direct' ? [] : floor ? (route === 'local' ? [floor] : [floor, floorB!]) : route === 'local' ? [members[1]!] : [members[0]!, members[1]!];
     const url = fe === 'direct' ? api.url : proxies[0]!.url;
     const r = await runCase({ id, frontend: fe, route, url, kind, proxies }, plane, adminKC);
     if (r) results[id] = r;
   }
+  // Peer floor B keeps its upstream sessions (no idle timeout): gone before the end-of-run checks.
+  await floorB?.stop();
   for (const [id, r] of Object.entries(results)) {
     const d = results[`direct-${id.split('-')[1]}`];
     if (d && !id.startsWith('direct')) r.vsDirect = { p50: round(r.deliveryMs.p50 / d.deliveryMs.p50, 2), p99: round(r.deliveryMs.p99 / d.deliveryMs.p99, 2) };
