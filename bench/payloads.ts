@@ -5,7 +5,7 @@
 
 import { buildCatalog } from '../src/sim/catalog';
 import { buildDiscovery, etagOf } from '../src/sim/discovery';
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../src/discovery/types';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../src/aggregation/types';
 
 export const OBJECT_BYTES = 2048;
 export const LIST_BYTES = 100 * 1024;

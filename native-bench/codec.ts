@@ -1,5 +1,5 @@
 // Micro-benchmark: protobuf vs JSON, encode and decode, of the aggregated discovery document
-// (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) — the codecs mvproxy uses (src/discovery/codec)
+// (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) — the codecs mvproxy uses (src/aggregation/codec)
 // against JSON.stringify/JSON.parse. Not a test.
 //
 //   node --import tsx native-bench/codec.ts [--quick] [--ms 400]
@@ -9,10 +9,10 @@
 // --ms per batch, 3 batches (interleaved across operations); the table shows the median µs per op
 // (wall time on an idle-ish core: compare rows, not machines).
 
-import { encodeJSON } from '../src/discovery/codec/json';
-import { decodeDiscovery, encodeAPIGroupDiscoveryList } from '../src/discovery/codec/protobuf';
-import { DiscoveryMerger } from '../src/discovery/merger';
-import type { APIGroupDiscoveryList } from '../src/discovery/types';
+import { encodeJSON } from '../src/aggregation/codec/json';
+import { decodeDiscovery, encodeAPIGroupDiscoveryList } from '../src/aggregation/codec/protobuf';
+import { DiscoveryMerger } from '../src/aggregation/merger';
+import type { APIGroupDiscoveryList } from '../src/aggregation/types';
 import { aggregatedFixture } from '../test/support/fixtures';
 import { median, parseArgs, printTable } from './lib';
 import { gvrCount, mergeInput } from './synthetic';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RouteTable } from '../src/routing/routetable';
-import type { APIGroupDiscovery, APIResourceDiscovery, APISubresourceDiscovery } from '../src/discovery/types';
+import type { APIGroupDiscovery, APIResourceDiscovery, APISubresourceDiscovery } from '../src/aggregation/types';
 import { aggregatedFixture, FIXTURES_DIR } from '../test/support/fixtures';
 
 interface LegacyResource {

@@ -32,7 +32,7 @@ import { forEachServedGVR } from '../src/routing/routetable';
 import { decide } from '../src/routing/decide';
 import { type Decision, DECISION_NON_RESOURCE, DECISION_NOT_FOUND, DECISION_PEER_PROXIED, DECISION_REQUESTINFO_ERROR } from '../src/routing/decision';
 import { negotiateDiscovery } from '../src/request/accept';
-import type { APIResourceDiscovery } from '../src/discovery/types';
+import type { APIResourceDiscovery } from '../src/aggregation/types';
 import { benchTopology } from './fixtures';
 import { median, parseArgs, printTable } from './lib';
 

@@ -30,8 +30,8 @@ import { SnapshotHolder } from '../src/snapshot/holder';
 import { Lifecycle } from '../src/lifecycle/state';
 import { localRelay, PeerPools } from '../src/upstream/pools';
 import type { OriginPool } from '../src/upstream/h1/origin';
-import { Metrics } from '../src/observability/metrics';
-import { silentLogger } from '../src/observability/log';
+import { Metrics } from '../src/telemetry/metrics';
+import { silentLogger } from '../src/telemetry/log';
 import { benchTopology } from './fixtures';
 import { median, parseArgs, printTable } from './lib';
 

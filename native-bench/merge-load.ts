@@ -15,7 +15,7 @@
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { listenUWS, loadUWS } from '../src/listener/uws';
-import { DiscoveryMerger } from '../src/discovery/merger';
+import { DiscoveryMerger } from '../src/aggregation/merger';
 import { runLoad, WRK, type Tool } from '../bench/load';
 import { median, parseArgs, printTable } from './lib';
 import { mergeInput } from './synthetic';

@@ -20,13 +20,13 @@
 //   (oneResourceChanged); the local document and the other peers are byte-identical.
 // Columns: inline = build on the main thread (wall); worker = time inside the worker (build.ms);
 // wall = submit → snapshot on the main thread (transfer and queueing included). Medians.
-// --impl <dir>: load src/discovery/merger from another checkout (e.g. the previous commit's
+// --impl <dir>: load src/aggregation/merger from another checkout (e.g. the previous commit's
 // files, for before/after numbers), with its own node_modules resolution.
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { resolve } from 'node:path';
-import type { DiscoveryMerger as Merger, DiscoveryMergeInput } from '../src/discovery/merger';
-import { encodeJSON } from '../src/discovery/codec/json';
+import type { DiscoveryMerger as Merger, DiscoveryMergeInput } from '../src/aggregation/merger';
+import { encodeJSON } from '../src/aggregation/codec/json';
 import { gvrCount, syntheticServer, everyResourceChanged, oneResourceChanged } from './synthetic';
 import { median, parseArgs } from './lib';
 
@@ -39,7 +39,7 @@ if (args.has('--help') || args.has('-h')) {
   --sizes LIST       GVRs per server, comma-separated (default 80,500,2000,5000)
   --no-eld           skip the event-loop delay section
   --no-keys          inputs without content keys (every document copied to the worker every build)
-  --impl DIR         use DIR/src/discovery/merger (another checkout) instead of this one
+  --impl DIR         use DIR/src/aggregation/merger (another checkout) instead of this one
 Prints, per configuration, median ms of cold builds (every document new) and warm builds (one
 peer changed one resource) inline, inside the worker, and worker wall time.`);
   process.exit(0);
@@ -96,7 +96,7 @@ function runInputs(d: Docs): { cold: () => DiscoveryMergeInput; warm: () => Disc
 }
 
 async function main(): Promise<void> {
-  const mod = require(IMPL ? resolve(IMPL, 'src/discovery/merger') : '../src/discovery/merger') as typeof import('../src/discovery/merger');
+  const mod = require(IMPL ? resolve(IMPL, 'src/aggregation/merger') : '../src/aggregation/merger') as typeof import('../src/aggregation/merger');
   const worker: Merger = new mod.DiscoveryMerger({ threads: 1 });
   const inline: Merger = new mod.DiscoveryMerger({ inline: true });
   // Start the worker and warm both JITs outside the measurements.

@@ -3,9 +3,9 @@
 // categories) up to the target GVR count; odd servers start from v1.33, each server lacks a
 // different few CRD groups and adds a verb, so a merge takes its full path.
 
-import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery } from '../src/discovery/types';
-import { encodeJSON } from '../src/discovery/codec/json';
-import { copyToArrayBuffer } from '../src/discovery/merger';
+import type { APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery } from '../src/aggregation/types';
+import { encodeJSON } from '../src/aggregation/codec/json';
+import { copyToArrayBuffer } from '../src/aggregation/merger';
 import { aggregatedFixture } from '../test/support/fixtures';
 
 const base = { v137: aggregatedFixture('v1.37'), v133: aggregatedFixture('v1.33') };
@@ -53,7 +53,7 @@ export function syntheticServer(target: number, server: number, variant = 0): AP
  * The merger's input for `servers` servers of about `gvrs` GVRs each (fresh ArrayBuffers: they are
  * transferred). With `variants` > 1, successive calls rotate through API sets whose CRD groups all
  * differ: the merger caches what its last build parsed and merged (merge.worker.ts DocumentCache,
- * snapshot.ts SnapshotMemo), so identical inputs would measure the cache, not a merge.
+ * served-discovery.ts EncodingMemo), so identical inputs would measure the cache, not a merge.
  */
 export function mergeInput(servers: number, gvrs: number, variants = 1): () => { localID: string; localApis: ArrayBuffer; peers: { id: string; apis: ArrayBuffer }[]; excludedGroupVersions: string[] } {
   const sets = Array.from({ length: variants }, (_, v) => Array.from({ length: servers }, (_, i) => encodeJSON(syntheticServer(gvrs, i, v))));

@@ -23,10 +23,10 @@ export const STAGES = ['src/listener', 'src/request', 'src/discovery', 'src/rout
 
 /**
  * Neutral homes: what every stage shares (the wire vocabulary in src/api, the Go standard library
- * ports in src/gocompat, the logger and the metrics registry). They import no stage folder.
- * A folder ends in '/', a single module in '.ts'.
+ * ports in src/gocompat, the logger and the metrics registry in src/telemetry). Whole folders, no
+ * single-module exceptions (issue 32 item 2): they import no stage folder.
  */
-export const NEUTRAL = ['src/api/', 'src/gocompat/', 'src/observability/log.ts', 'src/observability/metrics.ts'] as const;
+export const NEUTRAL = ['src/api', 'src/gocompat', 'src/telemetry'] as const;
 
 /** One import of a module: the imported module (a repository-relative path) and the line it is on. */
 export interface Edge {
@@ -42,9 +42,9 @@ export function stageOf(module: string): number {
   return STAGES.findIndex((s) => module.startsWith(s + '/'));
 }
 
-/** The neutral home a module is in ('src/api', 'src/observability/log.ts'), or undefined. */
+/** The neutral home a module is in ('src/api', 'src/telemetry'), or undefined. */
 function neutralHome(module: string): string | undefined {
-  return NEUTRAL.find((n) => (n.endsWith('/') ? module.startsWith(n) : module === n))?.replace(/\/$/, '');
+  return NEUTRAL.find((n) => module.startsWith(n + '/'));
 }
 
 export function isNeutral(module: string): boolean {
@@ -76,40 +76,29 @@ export function checkGraph(graph: Graph): string[] {
 }
 
 /**
- * The part of src/ a module belongs to: a neutral home (src/api, src/gocompat, or log.ts or
- * metrics.ts on their own), else its top folder under src/ (src/cli, src/discovery, …), else the
- * module itself (src/main.ts).
+ * The part of src/ a module belongs to: its top folder under src/ (src/cli, src/discovery, …), else
+ * the module itself (src/main.ts).
  */
 export function folderOf(module: string): string {
-  const neutral = neutralHome(module);
-  if (neutral !== undefined) return neutral;
   const parts = module.split('/');
   return parts.length > 2 ? parts.slice(0, 2).join('/') : module;
 }
 
 /**
  * Cycles between folders (cli -> config -> cli), import cycles too even when no single module is
- * on one: two folders that import each other cannot be read, tested or
- * moved one without the other. Each step names one import that makes it. The imports already
- * reported (a later stage, a neutral home importing a stage, an import on a module cycle) are left
- * out, so that a folder cycle is one those reports do not already explain.
+ * on one: two folders that import each other cannot be read, tested or moved one without the
+ * other. A plain top-folder count: every import between two folders is an edge, none excepted
+ * (issue 32). Each step names one import that makes it.
  */
 function folderCycles(graph: Graph): string[] {
   const folders = new Map<string, Edge[]>();
   const because = new Map<string, string>();
-  const component = new Map<string, number>();
-  stronglyConnected(graph, (m) => (graph.get(m) ?? []).map((e) => e.to)).forEach((scc, i) => {
-    for (const m of scc) component.set(m, i);
-  });
   for (const from of [...graph.keys()].sort()) {
     const f = folderOf(from);
-    const fromStage = stageOf(from);
     if (!folders.has(f)) folders.set(f, []);
     for (const e of graph.get(from)!) {
       const t = folderOf(e.to);
-      const toStage = stageOf(e.to);
-      if (t === f || component.get(from) === component.get(e.to)) continue;
-      if (toStage >= 0 && (isNeutral(from) || (fromStage >= 0 && toStage > fromStage))) continue;
+      if (t === f) continue;
       if (!folders.has(t)) folders.set(t, []);
       if (!because.has(`${f}\0${t}`)) {
         because.set(`${f}\0${t}`, `${at(from, e)} imports ${e.to}`);

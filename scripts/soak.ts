@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { startPlane, type Plane } from '../src/demo/topology';
-import { createLogger } from '../src/observability/log';
+import { createLogger } from '../src/telemetry/log';
 
 const OLD = 'apiserver-old';
 const NEW = 'apiserver-new';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPlane } from './topology';
-import { createLogger } from '../observability/log';
+import { createLogger } from '../telemetry/log';
 import type { FrontendSetting } from '../config/types';
 
 export interface DemoOptions {

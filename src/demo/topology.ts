@@ -7,9 +7,9 @@ import { startSimApiserver, ObjectStore, type SimApiserver } from '../sim';
 import { startDaemon, type Daemon } from '../daemon';
 import { createClusterPKI, type ClusterPKI } from '../pki/bundle';
 import { DEFAULTS, type DaemonConfig, type FrontendSetting, type PeerDiscoveryMode } from '../config/types';
-import type { Logger } from '../observability/log';
-import { silentLogger } from '../observability/log';
-import { Metrics } from '../observability/metrics';
+import type { Logger } from '../telemetry/log';
+import { silentLogger } from '../telemetry/log';
+import { Metrics } from '../telemetry/metrics';
 
 export interface MemberSpec {
   name: string;

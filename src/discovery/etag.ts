@@ -3,7 +3,7 @@
 //
 // Upstream: fmt.Sprintf("%X", sha512.Sum512(json.Marshal(list))) quoted with strconv.Quote.
 // The hex digits never need escaping, so the quoting is plain double quotes. We hash our own
-// compact JSON encoding of the list (codec/json.ts); the value is opaque to clients, which only
+// compact JSON encoding of the list (aggregation/codec/json.ts); the value is opaque to clients, which only
 // echo it back in If-None-Match (compared by exact string equality).
 
 import { createHash } from 'node:crypto';

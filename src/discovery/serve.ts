@@ -23,9 +23,9 @@
 
 import { discoveryETag } from './etag';
 import type { Exchange } from '../listener/exchange';
-import type { Metrics } from '../observability/metrics';
+import type { Metrics } from '../telemetry/metrics';
 import { negotiateDiscovery, type DiscoveryNegotiation } from '../request/accept';
-import type { DiscoverySnapshot, EncodedDiscovery } from './snapshot';
+import type { ServedDiscovery, EncodedDiscovery } from '../aggregation/served-discovery';
 
 export interface ServeDiscoveryOptions {
   /** Answer legacy discovery from the merged data (off: legacy discovery always passes through). */
@@ -48,7 +48,7 @@ const LEGACY_CACHE_CONTROL = 'no-cache, private';
  */
 export function serveDiscovery(
   ex: Exchange,
-  snapshot: DiscoverySnapshot | undefined,
+  snapshot: ServedDiscovery | undefined,
   accept: string | undefined,
   ifNoneMatch: string | undefined,
   metrics: DiscoveryMetrics,

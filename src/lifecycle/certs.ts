@@ -30,7 +30,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { Dispatcher, type Pool } from 'undici';
 import { WatchedFiles, type FileContents } from './filewatch';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 
 /** kube's resync period for certificate files: one minute, whatever fs.watch reports. */
 export const CERT_RESYNC_MS = 60_000;

@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 
 /** Per file: its content, or why it could not be read. */
 export type FileContents = ReadonlyMap<string, Buffer | Error>;

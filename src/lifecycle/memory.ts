@@ -18,7 +18,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 
 /** Requests that must have ended since the last collection (and the high mark) before one runs. */
 export const MIN_DROP = 1_000;

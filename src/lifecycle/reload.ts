@@ -8,8 +8,8 @@ import type { CertificateUsers } from '../api/identity';
 import type { DaemonConfig } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { UwsRunningListener } from '../listener/uws';
-import type { Logger } from '../observability/log';
-import type { CertificateInUse } from '../observability/metrics';
+import type { Logger } from '../telemetry/log';
+import type { CertificateInUse } from '../telemetry/metrics';
 import { ReloadableTLS, type TLSMaterial, type TLSMaterialSpec } from './certs';
 
 export interface CertReloadTargets {

@@ -9,7 +9,7 @@
 import type { Dispatcher } from 'undici';
 import { WatchedFiles } from './filewatch';
 import { CERT_RESYNC_MS } from './certs';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 
 export class BearerTokenFile {
   private token: string | undefined;

@@ -26,7 +26,7 @@
 // 200 "ok" or 500 "internal server error: <err>".
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from './log';
+import type { Logger } from '../telemetry/log';
 
 export type HealthKind = 'livez' | 'readyz' | 'both';
 export type HealthEndpoint = 'livez' | 'readyz' | 'healthz';

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { RoutesReport } from './routes';
 import pkg from '../../package.json';
-import type { Metrics } from './metrics';
+import type { Metrics } from '../telemetry/metrics';
 import type { RunningListener } from '../listener/exchange';
 import { HealthChecks, ping } from './healthz';
 

@@ -24,8 +24,8 @@
 
 import type { PeerEndpoint } from './membership';
 import type { PeerPools } from '../upstream/pools';
-import type { Metrics } from '../observability/metrics';
-import type { Logger } from '../observability/log';
+import type { Metrics } from '../telemetry/metrics';
+import type { Logger } from '../telemetry/log';
 import { PeerProxiedHeader } from '../api/headers';
 import { isOutOfFileDescriptors, reportFdShortage } from '../api/fd-limit';
 

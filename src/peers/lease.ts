@@ -31,7 +31,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 import { isHostPort } from '../gocompat/net';
 import { APIStatusError, LEASE_API_VERSION, LeaseAPI, WatchExpiredError, isStatus, microTime, type Lease } from './lease-api';
 import type { Membership, PeerEndpoint } from './membership';

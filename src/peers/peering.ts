@@ -6,8 +6,8 @@
 import type { Dispatcher } from 'undici';
 import type { DaemonConfig } from '../config/types';
 import type { PeerPools } from '../upstream/pools';
-import type { Metrics } from '../observability/metrics';
-import type { Logger } from '../observability/log';
+import type { Metrics } from '../telemetry/metrics';
+import type { Logger } from '../telemetry/log';
 import { peerAdvertiseAddress } from './advertise';
 import { PeerHealth } from './health';
 import { LeaseMembership } from './lease';

@@ -16,7 +16,7 @@
 import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { checkStaticPeer } from '../config/values';
 import { WatchedFiles } from '../lifecycle/filewatch';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 import type { Membership, PeerEndpoint } from './membership';
 
 export class PeersFileError extends Error {

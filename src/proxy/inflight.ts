@@ -3,7 +3,7 @@
 // upstream attempt until its answer ended.
 
 import { performance } from 'node:perf_hooks';
-import type { InFlight } from '../observability/metrics';
+import type { InFlight } from '../telemetry/metrics';
 import { PeerDownError } from '../upstream/failover';
 
 /** What the registry needs of a request in flight. */

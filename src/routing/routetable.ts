@@ -9,8 +9,8 @@
 // (local_discovery.go, peer_discovery.go); merging them once here means one lookup per request
 // instead of one per peer.
 
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../discovery/types';
-import type { RoutingView } from '../discovery/decode';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../aggregation/types';
+import type { RoutingView } from '../aggregation/decode';
 import { type Decision, DECISION_SERVED_LOCALLY, DECISION_UNAVAILABLE, peerDecision } from './decision';
 import { isHostPort } from '../gocompat/net';
 import { Names } from '../request/names';
@@ -29,7 +29,7 @@ export interface RouteEntry {
 
 /**
  * One server's discovery: `/api` (core group "") and `/apis`, as aggregated v2 items (`groups`) or
- * as what routing reads of them (`routes`, discovery/decode.ts routingView: what the publisher
+ * as what routing reads of them (`routes`, aggregation/decode.ts routingView: what the publisher
  * keeps), or both.
  */
 export interface ServerDiscovery {
@@ -167,7 +167,7 @@ export class RouteTable {
    * build() on the event loop a slice at a time: at most `sliceMs` of it per turn, then the rest
    * after a setImmediate, so requests are served in between. A table of a few thousand GVRs is
    * built in its first slice and returned as it is, not as a promise (published at once). A peer
-   * may list up to 20,000 resources (discovery/decode.ts PEER_DISCOVERY_LIMITS), a table holds
+   * may list up to 20,000 resources (aggregation/decode.ts PEER_DISCOVERY_LIMITS), a table holds
    * every member's: built in one go, 60,000 GVRs blocked the event loop for 322 ms (issue 27), about
    * 3.5 µs each, most of it allocation and its GC. Resolves undefined when `cancelled()` turns true
    * between slices (a newer publication supersedes this one).
@@ -417,7 +417,7 @@ function* servedGVRs(server: ServerDiscovery, excluded: ReadonlySet<string> = EM
     }
   }
   for (const view of server.routes ?? []) {
-    // discovery/decode.ts routingView: name, version count; per version: name, stale, resource count, names.
+    // aggregation/decode.ts routingView: name, version count; per version: name, stale, resource count, names.
     let i = 0;
     while (i < view.length) {
       const g = view[i] as string;

@@ -10,7 +10,7 @@ import type {
   APISubresourceDiscovery,
   APIVersionDiscovery,
   GroupVersionKind,
-} from '../discovery/types';
+} from '../aggregation/types';
 
 export type SimKubernetesVersion = 'v1.33' | 'v1.37';
 

@@ -3,7 +3,7 @@
 // aggregated apidiscovery.k8s.io/v2 for /api and /apis (ETag = quoted uppercase hex SHA-512 of
 // the compact JSON body), and the legacy APIVersions / APIGroupList / APIGroup / APIResourceList.
 import { createHash } from 'node:crypto';
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../discovery/types';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../aggregation/types';
 import type { Catalog, VersionInfo } from './catalog';
 
 export const AGGREGATED_V2_CONTENT_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';

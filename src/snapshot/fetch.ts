@@ -3,14 +3,14 @@
 // (profile=nopeer) first, then v2, then legacy JSON; a reply that is not aggregated v2 is an
 // error (Kubernetes' decoder knows only apidiscovery v2). If-None-Match makes an unchanged
 // document cost a 304. The body is read up to MAX_DISCOVERY_BODY_BYTES (the request is aborted as
-// soon as it passes the cap) and decoded by discovery/decode.ts as Kubernetes' decoder would.
+// soon as it passes the cap) and decoded by aggregation/decode.ts as Kubernetes' decoder would.
 // Fetching is the snapshot publisher's job, not the discovery serving stage's.
 
 import type { Dispatcher } from 'undici';
 import { PeerProxiedHeader } from '../api/headers';
-import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, routingView, type RoutingView } from '../discovery/decode';
-import { DiscoveryFetchError } from '../discovery/errors';
-import { copyToArrayBufferSliced } from '../discovery/merger';
+import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, routingView, type RoutingView } from '../aggregation/decode';
+import { DiscoveryFetchError } from '../aggregation/errors';
+import { copyToArrayBufferSliced } from '../aggregation/merger';
 
 /** client-go AcceptV2NoPeer + AcceptV2 + AcceptV1 (discovery_client.go), the string in-tree peers are asked with. */
 export const DISCOVERY_ACCEPT_NOPEER =
@@ -20,16 +20,16 @@ export interface FetchedDocument {
   readonly path: '/api' | '/apis';
   readonly etag: string;
   /**
-   * What routing reads of the document (discovery/decode.ts routingView): only that stays on the
+   * What routing reads of the document (aggregation/decode.ts routingView): only that stays on the
    * main thread; the documents are merged and encoded from `raw` in the merge worker.
    */
   readonly routes: RoutingView;
   /**
    * The body exactly as received (for serving the local view byte for byte); re-encoded JSON when
-   * decoding had to normalise it (protobuf, nulls, a defaulted apiVersion/kind: discovery/decode.ts).
+   * decoding had to normalise it (protobuf, nulls, a defaulted apiVersion/kind: aggregation/decode.ts).
    */
   readonly raw: Buffer;
-  /** SHA-256 of `raw` (base64) when the decoder gave it (discovery/merger.ts discoveryMergeInput). */
+  /** SHA-256 of `raw` (base64) when the decoder gave it (aggregation/merger.ts discoveryMergeInput). */
   readonly digest?: string;
 }
 
@@ -44,8 +44,8 @@ export interface FetchOptions {
   /** Body size limit (default MAX_DISCOVERY_BODY_BYTES). */
   maxBytes?: number;
   /**
-   * Decodes the body off the main thread (the publisher: the merge worker, discovery/merger.ts
-   * decode), which may keep `body` (it is not read again here); default: discovery/decode.ts here.
+   * Decodes the body off the main thread (the publisher: the merge worker, aggregation/merger.ts
+   * decode), which may keep `body` (it is not read again here); default: aggregation/decode.ts here.
    */
   decode?: (body: Buffer, what: string) => Promise<{ routes: RoutingView; raw: Buffer; digest?: string }>;
 }

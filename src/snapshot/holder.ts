@@ -8,7 +8,7 @@
 // Built off the request path by the publisher (snapshot/publisher.ts); nothing here awaits.
 
 import { RouteTable } from '../routing/routetable';
-import type { DiscoverySnapshot } from '../discovery/snapshot';
+import type { ServedDiscovery } from '../aggregation/served-discovery';
 
 export interface Snapshot {
   /** 1, 2, 3, ... per publication; 0 = the empty snapshot a daemon starts with. */
@@ -21,7 +21,7 @@ export interface Snapshot {
    * The encoded /apis documents (merged, nopeer, legacy) built from the same views as `table`;
    * undefined until the first merge finished (discovery then passes through to the apiserver).
    */
-  readonly discovery: DiscoverySnapshot | undefined;
+  readonly discovery: ServedDiscovery | undefined;
   /** The /openapi/v3 index with peer-only group/versions added; undefined = pass the local one through. */
   readonly openAPIIndex: Buffer | undefined;
   /**

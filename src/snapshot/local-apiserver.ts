@@ -20,7 +20,7 @@
 // (api/fd-limit.ts); the request path does not report such a failure as refused either.
 
 import type { SnapshotHolder, LocalState } from './holder';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 import { isOutOfFileDescriptors, reportFdShortage } from '../api/fd-limit';
 
 /** /readyz is asked this often: a restart is seen within about a second either way. */

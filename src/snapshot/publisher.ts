@@ -7,19 +7,19 @@
 
 import type { Dispatcher } from 'undici';
 import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
-import { DiscoveryFetchError } from '../discovery/errors';
+import { DiscoveryFetchError } from '../aggregation/errors';
 import type { PeerEndpoint } from '../peers/membership';
 import { isHostPort } from '../gocompat/net';
 import { RouteTable, type PeerDiscovery } from '../routing/routetable';
 import type { SnapshotHolder, SnapshotParts } from './holder';
-import type { DiscoverySnapshot } from '../discovery/snapshot';
+import type { ServedDiscovery } from '../aggregation/served-discovery';
 import type { PeerPools } from '../upstream/pools';
-import type { Metrics, RefusedLimit } from '../observability/metrics';
-import { DiscoveryLimitError, PEER_DISCOVERY_LIMITS, type DiscoveryLimit, type RoutingView } from '../discovery/decode';
-import type { Logger } from '../observability/log';
-import { DiscoveryMerger, discoveryMergeInput, type DiscoveryMergeInput } from '../discovery/merger';
-import { GVExclusions, listExtensionGroupVersions } from '../discovery/exclusion';
-import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from '../discovery/openapi';
+import type { Metrics, RefusedLimit } from '../telemetry/metrics';
+import { DiscoveryLimitError, PEER_DISCOVERY_LIMITS, type DiscoveryLimit, type RoutingView } from '../aggregation/decode';
+import type { Logger } from '../telemetry/log';
+import { DiscoveryMerger, discoveryMergeInput, type DiscoveryMergeInput } from '../aggregation/merger';
+import { GVExclusions, listExtensionGroupVersions } from '../aggregation/exclusion';
+import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from '../aggregation/openapi-index';
 
 export interface SnapshotPublisherOptions {
   local: Dispatcher;
@@ -71,7 +71,7 @@ export class SnapshotPublisher {
   private readonly exclusions: GVExclusions;
   private readonly merger: DiscoveryMerger;
   /** The newest merge that finished: its input key and documents. */
-  private built: { key: string; snapshot: DiscoverySnapshot | undefined } = { key: '', snapshot: undefined };
+  private built: { key: string; snapshot: ServedDiscovery | undefined } = { key: '', snapshot: undefined };
   /** Incremented by every publish(): a merge that finishes after a newer publish() was asked for does not publish. */
   private publishSeq = 0;
   /**
@@ -370,7 +370,7 @@ export class SnapshotPublisher {
    * The documents for one merge input: built in the merge worker (merge.worker.ts), or undefined
    * when the merge failed or is still running after MERGE_WAIT_MS (it then publishes itself when it ends).
    */
-  private async merged(input: DiscoveryMergeInput, key: string): Promise<DiscoverySnapshot | undefined> {
+  private async merged(input: DiscoveryMergeInput, key: string): Promise<ServedDiscovery | undefined> {
     if (this.built.key === key) return this.built.snapshot; // an earlier queued publication merged the same input
     const build = this.merger.build(input).then(
       (snap) => {
@@ -397,7 +397,7 @@ export class SnapshotPublisher {
   }
 }
 
-/** mvproxy_peer_discovery_refused_total's `limit` label for each bound (observability/metrics.ts REFUSED_LIMITS). */
+/** mvproxy_peer_discovery_refused_total's `limit` label for each bound (telemetry/metrics.ts REFUSED_LIMITS). */
 const REFUSED_LIMIT_LABEL: Record<DiscoveryLimit | 'bytes', RefusedLimit> = {
   bytes: 'bytes',
   groups: 'groups',

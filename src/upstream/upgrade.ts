@@ -24,7 +24,7 @@ import type { Duplex } from 'node:stream';
 import { carriesIdentity, forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
 import type { Identity } from '../api/identity';
 import type { TLSFiles } from './pools';
-import type { Logger } from '../observability/log';
+import type { Logger } from '../telemetry/log';
 import { answerStatus, closeAfterAnswer } from '../listener/answer';
 import { FramingCheck, isOriginForm } from '../listener/framing';
 

@@ -359,7 +359,7 @@ export const GVRS: readonly GVR[] = [
 ];
 
 /** Aggregated discovery groups claiming exactly these GVRs (what RouteTable.build reads). */
-export function groupsOf(gvrs: readonly GVR[]): import('../../src/discovery/types').APIGroupDiscovery[] {
+export function groupsOf(gvrs: readonly GVR[]): import('../../src/aggregation/types').APIGroupDiscovery[] {
   const byGroup = new Map<string, Map<string, string[]>>();
   for (const g of gvrs) {
     let vs = byGroup.get(g.group);

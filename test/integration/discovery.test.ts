@@ -7,10 +7,10 @@ import { twoVersionPlane, call, OLD, NEW } from '../support/plane';
 import { eventually } from '../support/poll';
 import { aggregatedFixture } from '../support/fixtures';
 import { findKubectl, kubectl, rowsOf } from '../support/kubectl';
-import { mergeResources } from '../../src/discovery/merge';
-import { decodeDiscovery } from '../../src/discovery/codec/protobuf';
+import { mergeResources } from '../../src/aggregation/merge';
+import { decodeDiscovery } from '../../src/aggregation/codec/protobuf';
 import type { Plane } from '../../src/demo/topology';
-import type { APIGroupDiscoveryList } from '../../src/discovery/types';
+import type { APIGroupDiscoveryList } from '../../src/aggregation/types';
 
 const V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const V2_PB = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';

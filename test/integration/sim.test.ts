@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
-import type { APIGroupDiscoveryList } from '../../src/discovery/types';
+import type { APIGroupDiscoveryList } from '../../src/aggregation/types';
 import { ObjectStore, startSimApiserver, type SimApiserver } from '../../src/sim';
 import {
   ACCEPT_KUBECTL_127,

@@ -1,4 +1,4 @@
-// Discovery bodies under generated hostile input (issue 16 §2; src/discovery/decode.ts), with
+// Discovery bodies under generated hostile input (issue 16 §2; src/aggregation/decode.ts), with
 // fast-check: mutations of real documents (byte flips, truncations, insertions, deletions, values
 // of another JSON type or shape swapped in at a random JSON path, keys renamed), JSON and
 // protobuf, each body at most 64 KiB. For every body the decoder either
@@ -14,12 +14,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeDiscoveryBody, DISCOVERY_V2_API_VERSION } from '../../src/discovery/decode';
-import { DiscoveryFetchError } from '../../src/discovery/errors';
-import { encodeJSON } from '../../src/discovery/codec/json';
-import { encodeAPIGroupDiscoveryList } from '../../src/discovery/codec/protobuf';
-import { DiscoveryMerger } from '../../src/discovery/merger';
-import type { APIGroupDiscoveryList } from '../../src/discovery/types';
+import { decodeDiscoveryBody, DISCOVERY_V2_API_VERSION } from '../../src/aggregation/decode';
+import { DiscoveryFetchError } from '../../src/aggregation/errors';
+import { encodeJSON } from '../../src/aggregation/codec/json';
+import { encodeAPIGroupDiscoveryList } from '../../src/aggregation/codec/protobuf';
+import { DiscoveryMerger } from '../../src/aggregation/merger';
+import type { APIGroupDiscoveryList } from '../../src/aggregation/types';
 import { CORE_API, V133_APIS, V137_APIS } from '../support/discovery-bodies';
 import { fuzzSeed, seedLine } from '../support/fuzz-seed';
 

@@ -4,7 +4,7 @@
 // stalls of 283-885 ms. The main thread spent it receiving the decoded list from the worker,
 // building the route table (its name index quadratic in names that share length, first and last
 // byte) and collecting the garbage. Now: a peer's document is refused past PEER_DISCOVERY_LIMITS
-// where it is decoded (src/discovery/decode.ts), only names cross to the main thread, and the route
+// where it is decoded (src/aggregation/decode.ts), only names cross to the main thread, and the route
 // table is built a slice at a time (src/routing/routetable.ts buildSliced).
 //
 // The bound asserted: while a peer's document is fetched, decoded, merged and published, the
@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import net from 'node:net';
 import { once } from 'node:events';
 import { createClusterPKI } from '../../src/pki/bundle';
-import { PEER_DISCOVERY_LIMITS } from '../../src/discovery/decode';
+import { PEER_DISCOVERY_LIMITS } from '../../src/aggregation/decode';
 import type { Daemon } from '../../src/daemon';
 import { capturingLogger, startTestDaemon } from '../support/daemon';
 import { DEFAULT_FRONTEND } from '../support/frontends';

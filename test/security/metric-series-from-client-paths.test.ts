@@ -3,7 +3,7 @@
 // local 404 asked of the peers was counted under the request's own group, version and resource.
 // Any client could grow /metrics without end, and so could any HTTP method it sends (the verb label
 // of mvproxy_request_duration_seconds is the lowercased method of a non-resource request).
-// Now every label value comes from a bounded set (src/observability/metrics.ts): a GVR the snapshot
+// Now every label value comes from a bounded set (src/telemetry/metrics.ts): a GVR the snapshot
 // lists, else UNLISTED; a verb of METRIC_VERBS, else `other`; the peers of the membership, whose
 // series go when they leave.
 //
@@ -17,7 +17,7 @@ import { METHODS } from 'node:http';
 import { FRONTENDS } from '../support/frontends';
 import { eventually } from '../support/poll';
 import { twoVersionPlane, OLD, NEW } from '../support/plane';
-import { METRIC_VERBS, OTHER_VERB, UNLISTED } from '../../src/observability/metrics';
+import { METRIC_VERBS, OTHER_VERB, UNLISTED } from '../../src/telemetry/metrics';
 import type { Plane } from '../../src/demo/topology';
 
 const AUTH_LINE = 'Authorization: Bearer test-token-123';

@@ -2,8 +2,8 @@
 // (or a capturing logger).
 import { startDaemon, type Daemon, type DaemonDeps } from '../../src/daemon';
 import { DEFAULTS, type DaemonConfig } from '../../src/config/types';
-import { Metrics } from '../../src/observability/metrics';
-import { createLogger, silentLogger, type Logger } from '../../src/observability/log';
+import { Metrics } from '../../src/telemetry/metrics';
+import { createLogger, silentLogger, type Logger } from '../../src/telemetry/log';
 
 export function testConfig(over: Partial<DaemonConfig>): DaemonConfig {
   return {

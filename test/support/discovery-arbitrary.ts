@@ -5,7 +5,7 @@
 // escaping (<, >, &, U+2028/9, quotes, control characters, non-ASCII, lone surrogates).
 // Values always have the types the Go structs allow, so the protobuf encoder accepts them too.
 import fc from 'fast-check';
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/discovery/types';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/aggregation/types';
 
 const plain = fc.constantFrom('', 'a', 'apps', 'v1', 'v1beta1', 'widgets', 'Widget', 'get', 'list', 'Cluster', 'Namespaced', 'Current', 'Stale', 'example.com');
 const odd = fc.constantFrom('x<y>&z', '\u2028\u2029', 'é', '😀', '\ud800', 'a"b\\c', '\n\t', '/', ' spaced ');

@@ -2,8 +2,8 @@
 // test/integration/discovery-bad-bodies.test.ts): real documents from the fixtures, the refusals
 // issue 16 §2 lists, and protobuf bodies built by hand (unknown fields, odd envelopes).
 import { Writer } from 'protobufjs/minimal';
-import { encodeAPIGroupDiscoveryMessage, PROTOBUF_MAGIC } from '../../src/discovery/codec/protobuf';
-import type { APIGroupDiscoveryList } from '../../src/discovery/types';
+import { encodeAPIGroupDiscoveryMessage, PROTOBUF_MAGIC } from '../../src/aggregation/codec/protobuf';
+import type { APIGroupDiscoveryList } from '../../src/aggregation/types';
 import { readFixture } from './fixtures';
 
 export const V133_APIS = readFixture('v1.33-0b1dcaba/aggregated_v2.json');

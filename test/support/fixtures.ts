@@ -2,7 +2,7 @@
 // documents; where each comes from: fixtures/kubernetes-discovery/SOURCE.md).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { APIGroupDiscoveryList } from '../../src/discovery/types';
+import type { APIGroupDiscoveryList } from '../../src/aggregation/types';
 
 export const FIXTURES_DIR = join(__dirname, '..', '..', 'fixtures', 'kubernetes-discovery');
 

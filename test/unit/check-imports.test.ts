@@ -25,14 +25,14 @@ test('the stage order is listener, request, discovery, routing, upstream, respon
   assert.equal(stageOf('src/respond/status.ts'), 5);
   assert.equal(stageOf('src/listenerx/a.ts'), -1, 'a folder prefix is not enough');
   assert.equal(stageOf('src/proxy/handler.ts'), -1);
-  assert.ok(isNeutral('src/api/errors.ts') && isNeutral('src/gocompat/url.ts') && isNeutral('src/observability/log.ts'));
+  assert.ok(isNeutral('src/api/errors.ts') && isNeutral('src/gocompat/url.ts') && isNeutral('src/telemetry/log.ts'));
   assert.ok(!isNeutral('src/observability/ops-server.ts'));
 });
 
 test('a clean graph has no problem: earlier stages, neutral homes, unranked modules', () => {
   const g = graph({
     'src/proxy/handler.ts': ['src/listener/exchange.ts', 'src/routing/decide.ts', 'src/upstream/forward.ts'],
-    'src/upstream/forward.ts': ['src/routing/decide.ts', 'src/api/status.ts', 'src/observability/log.ts'],
+    'src/upstream/forward.ts': ['src/routing/decide.ts', 'src/api/status.ts', 'src/telemetry/log.ts'],
     'src/routing/decide.ts': ['src/request/requestinfo.ts', 'src/api/headers.ts'],
     'src/request/requestinfo.ts': ['src/gocompat/url.ts'],
     'src/api/headers.ts': [],
@@ -44,7 +44,10 @@ test('a clean graph has no problem: earlier stages, neutral homes, unranked modu
 
 test('a cycle is reported with its path', () => {
   const problems = checkGraph(graph({ 'src/cli/flags.ts': ['src/config/load.ts'], 'src/config/load.ts': ['src/config/types.ts'], 'src/config/types.ts': ['src/cli/flags.ts'] }));
-  assert.deepEqual(problems, ['cycle: src/cli/flags.ts -> src/config/load.ts -> src/config/types.ts -> src/cli/flags.ts']);
+  assert.deepEqual(problems, [
+    'cycle: src/cli/flags.ts -> src/config/load.ts -> src/config/types.ts -> src/cli/flags.ts',
+    'folder cycle: src/cli -> src/config -> src/cli (src/cli/flags.ts imports src/config/load.ts; src/config/types.ts imports src/cli/flags.ts)',
+  ]);
   assert.deepEqual(checkGraph(graph({ 'src/a.ts': ['src/a.ts'] })), ['cycle: src/a.ts -> src/a.ts'], 'a module importing itself');
 });
 
@@ -56,29 +59,39 @@ test('two cycles sharing a module: every import on a cycle is shown', () => {
   ]);
 });
 
-test('folders that import each other are a cycle though no module is on one; neutral homes are their own folder', () => {
+test('folders that import each other are a cycle though no module is on one; a plain top-folder count, no module excepted', () => {
   const g = new Map<string, Edge[]>([
     ['src/cli/featuregate.ts', [{ to: 'src/config/types.ts', line: 7 }]],
     ['src/cli/flags.ts', []],
     ['src/config/types.ts', []],
     ['src/config/load.ts', [{ to: 'src/cli/flags.ts', line: 26 }]],
-    // observability/ops-server.ts -> listener -> observability/log.ts is no cycle: log.ts is a neutral home.
+    // observability/ops-server.ts -> listener -> telemetry/log.ts is no cycle: the logger has a folder of its own.
     ['src/observability/ops-server.ts', [{ to: 'src/listener/uws.ts', line: 3 }]],
-    ['src/listener/uws.ts', [{ to: 'src/observability/log.ts', line: 9 }]],
-    ['src/observability/log.ts', []],
+    ['src/listener/uws.ts', [{ to: 'src/telemetry/log.ts', line: 9 }]],
+    ['src/telemetry/log.ts', []],
   ]);
-  assert.equal(folderOf('src/observability/log.ts'), 'src/observability/log.ts');
+  assert.equal(folderOf('src/telemetry/log.ts'), 'src/telemetry');
   assert.equal(folderOf('src/api/headers.ts'), 'src/api');
   assert.equal(folderOf('src/discovery/codec/proto.ts'), 'src/discovery');
   assert.equal(folderOf('src/main.ts'), 'src/main.ts');
   assert.deepEqual(checkGraph(g), [
     'folder cycle: src/cli -> src/config -> src/cli (src/cli/featuregate.ts:7 imports src/config/types.ts; src/config/load.ts:26 imports src/cli/flags.ts)',
   ]);
+  // The layout before issue 32: the logger inside src/observability, declared neutral on its own.
+  const before = new Map<string, Edge[]>([
+    ['src/observability/ops-server.ts', [{ to: 'src/listener/uws.ts', line: 3 }]],
+    ['src/listener/uws.ts', [{ to: 'src/observability/log.ts', line: 9 }]],
+    ['src/observability/log.ts', []],
+  ]);
+  assert.deepEqual(checkGraph(before), ['folder cycle: src/listener -> src/observability -> src/listener (src/listener/uws.ts:9 imports src/observability/log.ts; src/observability/ops-server.ts:3 imports src/listener/uws.ts)']);
 });
 
-test('a folder cycle that a later-stage import explains is reported once, as that import', () => {
+test('a later-stage import that closes a folder cycle is reported as both', () => {
   const problems = checkGraph(graph({ 'src/listener/exchange.ts': ['src/upstream/headers.ts'], 'src/upstream/forward.ts': ['src/listener/exchange.ts'] }));
-  assert.deepEqual(problems, ['later stage: src/listener/exchange.ts (stage 1 listener) imports src/upstream/headers.ts (stage 5 upstream)']);
+  assert.deepEqual(problems, [
+    'later stage: src/listener/exchange.ts (stage 1 listener) imports src/upstream/headers.ts (stage 5 upstream)',
+    'folder cycle: src/listener -> src/upstream -> src/listener (src/listener/exchange.ts imports src/upstream/headers.ts; src/upstream/forward.ts imports src/listener/exchange.ts)',
+  ]);
 });
 
 test('a stage importing a later stage is reported; the stage order decides, not the name', () => {
@@ -98,14 +111,14 @@ test('a stage importing a later stage is reported; the stage order decides, not 
 test('a neutral home importing any stage is reported, an earlier one too', () => {
   const g = new Map<string, Edge[]>([
     ['src/api/headers.ts', [{ to: 'src/routing/decide.ts', line: 3 }]],
-    ['src/observability/metrics.ts', [{ to: 'src/listener/exchange.ts', line: 7 }]],
+    ['src/telemetry/metrics.ts', [{ to: 'src/listener/exchange.ts', line: 7 }]],
     ['src/observability/healthz.ts', [{ to: 'src/listener/exchange.ts', line: 1 }]],
     ['src/routing/decide.ts', []],
     ['src/listener/exchange.ts', []],
   ]);
   assert.deepEqual(checkGraph(g), [
     'neutral home imports a stage: src/api/headers.ts:3 imports src/routing/decide.ts (stage 4 routing)',
-    'neutral home imports a stage: src/observability/metrics.ts:7 imports src/listener/exchange.ts (stage 1 listener)',
+    'neutral home imports a stage: src/telemetry/metrics.ts:7 imports src/listener/exchange.ts (stage 1 listener)',
   ]);
 });
 
@@ -134,6 +147,7 @@ test('files are read: type-only, re-export, require and typeof import() count; p
     assert.deepEqual(checkGraph(g), [
       'later stage: src/listener/exchange.ts:3 (stage 1 listener) imports src/upstream/index.ts (stage 5 upstream)',
       'cycle: src/listener/exchange.ts -> src/upstream/index.ts -> src/upstream/forward.ts -> src/routing/decide.ts -> src/listener/exchange.ts',
+      'folder cycle: src/listener -> src/upstream -> src/routing -> src/listener (src/listener/exchange.ts:3 imports src/upstream/index.ts; src/upstream/forward.ts:1 imports src/routing/decide.ts; src/routing/decide.ts:1 imports src/listener/exchange.ts)',
     ]);
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -16,18 +16,18 @@ import {
   encodeAPIGroupDiscoveryList,
   encodeAPIGroupDiscoveryMessage,
   PROTOBUF_MAGIC,
-} from '../../src/discovery/codec/protobuf';
-import { encodeJSON, encodeJSONReference, groupJSON, isCanonicalGroup, isRawGroupJSON, splitListItems } from '../../src/discovery/codec/json';
-import { parseDiscoveryBytes, DocumentCache } from '../../src/discovery/merge.worker';
+} from '../../src/aggregation/codec/protobuf';
+import { encodeJSON, encodeJSONReference, groupJSON, isCanonicalGroup, isRawGroupJSON, splitListItems } from '../../src/aggregation/codec/json';
+import { parseDiscoveryBytes, DocumentCache } from '../../src/aggregation/merge.worker';
 import { discoveryGroup, discoveryList } from '../support/discovery-arbitrary';
 import { syntheticServer } from '../../native-bench/synthetic';
-import { formatTime, parseTime } from '../../src/discovery/codec/time';
+import { formatTime, parseTime } from '../../src/aggregation/codec/time';
 import { discoveryETag } from '../../src/discovery/etag';
-import { mergeResources } from '../../src/discovery/merge';
+import { mergeResources } from '../../src/aggregation/merge';
 import {
   discoveryProtoRoot,
-} from '../../src/discovery/proto/schema';
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/discovery/types';
+} from '../../src/aggregation/proto/schema';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/aggregation/types';
 import { aggregatedFixture, readFixture } from '../support/fixtures';
 
 const versions = ['v2', 'v2beta1'] as const;

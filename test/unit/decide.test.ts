@@ -7,7 +7,7 @@ import { RouteTable } from '../../src/routing/routetable';
 import type { RequestInfo } from "../../src/request/requestinfo";
 import { RequestInfoError } from '../../src/request/requestinfo';
 import { aggregatedFixture } from '../support/fixtures';
-import type { APIGroupDiscovery } from '../../src/discovery/types';
+import type { APIGroupDiscovery } from '../../src/aggregation/types';
 
 const v133 = aggregatedFixture('v1.33').items;
 const v137 = aggregatedFixture('v1.37').items;

@@ -4,9 +4,9 @@
 // fire), not by a clock: decoded inline, not one timer could fire before it ends.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DiscoveryMerger } from '../../src/discovery/merger';
-import { DiscoveryFetchError } from '../../src/discovery/errors';
-import { routingView } from '../../src/discovery/decode';
+import { DiscoveryMerger } from '../../src/aggregation/merger';
+import { DiscoveryFetchError } from '../../src/aggregation/errors';
+import { routingView } from '../../src/aggregation/decode';
 import { aggregatedFixture } from '../support/fixtures';
 
 const worker = new DiscoveryMerger({ threads: 1 });

@@ -1,4 +1,4 @@
-// Discovery bodies decoded as Kubernetes decodes a peer's (issue 16 §2; src/discovery/decode.ts):
+// Discovery bodies decoded as Kubernetes decodes a peer's (issue 16 §2; src/aggregation/decode.ts):
 // a table of bodies, each accepted with the list Go's decoder would give or refused with the
 // error code it must count as. The accept/refuse column was checked against the Go decoder
 // itself (runtime.DecodeInto with CodecFactory(apidiscovery v2).UniversalDecoder(), k8s.io/
@@ -6,11 +6,11 @@
 // would hand to its YAML fallback, which mvproxy does not have: it asks for JSON only).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, MAX_JSON_NESTING_DEPTH, nestingDepthExceeded } from '../../src/discovery/decode';
-import { DiscoveryFetchError } from '../../src/discovery/errors';
-import { encodeAPIGroupDiscoveryList } from '../../src/discovery/codec/protobuf';
-import { parseDiscoveryBytes } from '../../src/discovery/merge.worker';
-import type { APIGroupDiscoveryList } from '../../src/discovery/types';
+import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, MAX_JSON_NESTING_DEPTH, nestingDepthExceeded } from '../../src/aggregation/decode';
+import { DiscoveryFetchError } from '../../src/aggregation/errors';
+import { encodeAPIGroupDiscoveryList } from '../../src/aggregation/codec/protobuf';
+import { parseDiscoveryBytes } from '../../src/aggregation/merge.worker';
+import type { APIGroupDiscoveryList } from '../../src/aggregation/types';
 import { readFixture } from '../support/fixtures';
 import { CORE_API, V133_APIS, V137_APIS, json, list, nestedTo, protobufEnvelope, protobufListMessage, withResource } from '../support/discovery-bodies';
 

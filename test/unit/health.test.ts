@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PeerHealth } from '../../src/peers/health';
 import type { PeerPools } from '../../src/upstream/pools';
-import type { Metrics } from '../../src/observability/metrics';
-import type { Logger } from '../../src/observability/log';
+import type { Metrics } from '../../src/telemetry/metrics';
+import type { Logger } from '../../src/telemetry/log';
 import { eventually } from '../support/poll';
 
 function fakePeer() {

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { HealthChecks, ping, type HealthResponse } from '../../src/observability/healthz';
 import { listenOps } from '../../src/observability/ops-server';
-import { Metrics } from '../../src/observability/metrics';
-import type { Logger } from '../../src/observability/log';
+import { Metrics } from '../../src/telemetry/metrics';
+import type { Logger } from '../../src/telemetry/log';
 
 const TEXT = { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' };
 

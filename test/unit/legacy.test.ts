@@ -1,4 +1,4 @@
-// Legacy documents derived from aggregated data (src/discovery/legacy.ts) against the real legacy
+// Legacy documents derived from aggregated data (src/aggregation/legacy.ts) against the real legacy
 // format: the /api/v1 APIResourceList fixture is converted to aggregated discovery the way
 // apiserver does (subresources under their parent, responseKind nil exactly when the kind is
 // empty) and back; everything but storageVersionHash (not in aggregated data) must survive.
@@ -10,8 +10,8 @@ import {
   encodeLegacyAPIGroupList,
   encodeLegacyAPIResourceList,
   legacyAPIResources,
-} from '../../src/discovery/legacy';
-import type { APIGroupDiscovery, APIResourceDiscovery, APIVersionDiscovery } from '../../src/discovery/types';
+} from '../../src/aggregation/legacy';
+import type { APIGroupDiscovery, APIResourceDiscovery, APIVersionDiscovery } from '../../src/aggregation/types';
 import { readFixture, aggregatedFixture } from '../support/fixtures';
 
 interface LegacyResource {

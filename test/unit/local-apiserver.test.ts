@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LocalAPIServer } from '../../src/snapshot/local-apiserver';
 import { SnapshotHolder } from '../../src/snapshot/holder';
-import type { Logger } from '../../src/observability/log';
+import type { Logger } from '../../src/telemetry/log';
 import { eventually } from '../support/poll';
 
 test('the /readyz probe: EMFILE and ENFILE leave the state as it is (logged); a refused connection is down, 200 serving', async () => {

@@ -12,12 +12,12 @@ import {
   mergeResources,
   mergeResourcesAcrossVersion,
   mergeVersionsAcrossGroup,
-} from '../../src/discovery/merge';
+} from '../../src/aggregation/merge';
 import type {
   APIGroupDiscovery,
   APIResourceDiscovery,
   APIVersionDiscovery,
-} from '../../src/discovery/types';
+} from '../../src/aggregation/types';
 import { aggregatedFixture } from '../support/fixtures';
 
 const peers = (entries: Record<string, APIGroupDiscovery[]>) => new Map(Object.entries(entries));

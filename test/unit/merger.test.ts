@@ -5,10 +5,10 @@ import { readdirSync } from 'node:fs';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DiscoveryMerger, DiscoveryMergerError, copyToArrayBuffer, discoveryMergeInput } from '../../src/discovery/merger';
-import type { DiscoverySnapshot } from '../../src/discovery/snapshot';
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/discovery/types';
-import { encodeJSON } from '../../src/discovery/codec/json';
+import { DiscoveryMerger, DiscoveryMergerError, copyToArrayBuffer, discoveryMergeInput } from '../../src/aggregation/merger';
+import type { ServedDiscovery } from '../../src/aggregation/served-discovery';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/aggregation/types';
+import { encodeJSON } from '../../src/aggregation/codec/json';
 import { readFixture, aggregatedFixture } from '../support/fixtures';
 import { oneResourceChanged, syntheticServer } from '../../native-bench/synthetic';
 
@@ -22,7 +22,7 @@ after(async () => {
   await inline.close();
 });
 
-function assertSameSnapshot(a: DiscoverySnapshot, b: DiscoverySnapshot, label = '', sameGeneration = true): void {
+function assertSameSnapshot(a: ServedDiscovery, b: ServedDiscovery, label = '', sameGeneration = true): void {
   assert.ok(a.merged.json.equals(b.merged.json), `${label} merged json`);
   assert.ok(a.merged.protobuf.equals(b.merged.protobuf), `${label} merged protobuf`);
   assert.ok(a.local.json.equals(b.local.json), `${label} local json`);

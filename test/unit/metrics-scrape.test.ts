@@ -2,7 +2,7 @@
 // `_total` for every later Prometheus-text scrape (prom-client renames the metric in place).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Metrics } from '../../src/observability/metrics';
+import { Metrics } from '../../src/telemetry/metrics';
 
 test('an OpenMetrics scrape leaves the next Prometheus-text scrape as it was, also when both run at once', async () => {
   const m = new Metrics();

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { compareByteOrder } from '../../src/gocompat/strings';
-import { mergePreservingRelativeOrder, sortedByteOrder } from '../../src/discovery/order';
+import { mergePreservingRelativeOrder, sortedByteOrder } from '../../src/aggregation/order';
 
 const goCases: { name: string; input: string[][]; want: string[] }[] = [
   {

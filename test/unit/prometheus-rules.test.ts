@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseDocument } from 'yaml';
-import { Metrics } from '../../src/observability/metrics';
+import { Metrics } from '../../src/telemetry/metrics';
 import { ROOT } from '../support/child-daemon';
 import { alerts, dashboard, dashboardQueries, dashboardVariableQueries, metricNames, PROMETHEUS_RULE_FILE, ruleGroups, RULES_FILE, RULES_TEST_FILE } from '../support/monitoring';
 

@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Names } from '../../src/request/names';
 import { RouteTable, type PeerDiscovery } from '../../src/routing/routetable';
-import { routingView } from '../../src/discovery/decode';
-import type { APIGroupDiscovery } from '../../src/discovery/types';
+import { routingView } from '../../src/aggregation/decode';
+import type { APIGroupDiscovery } from '../../src/aggregation/types';
 import { aggregatedFixture } from '../support/fixtures';
 
 const view = (s: string) => {

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { serveDiscovery, negotiateLegacyEndpoint, AGGREGATED_V2_JSON_CONTENT_TYPE, AGGREGATED_V2_PROTOBUF_CONTENT_TYPE } from '../../src/discovery/serve';
-import { buildDiscoverySnapshot, type DiscoverySnapshot } from '../../src/discovery/snapshot';
+import { buildServedDiscovery, type ServedDiscovery } from '../../src/aggregation/served-discovery';
 import type { Exchange, ClientResponse, ResponseHead } from '../../src/listener/exchange';
 import { aggregatedFixture } from '../support/fixtures';
 
@@ -55,7 +55,7 @@ function fakeMetrics() {
   return { peerAggregatedCacheHits: new FakeCounter(), peerAggregatedCacheMisses: new FakeCounter(), nopeerRequests: new FakeCounter() };
 }
 
-const snap: DiscoverySnapshot = buildDiscoverySnapshot({
+const snap: ServedDiscovery = buildServedDiscovery({
   localID: 'a',
   localApis: aggregatedFixture('v1.33'),
   peers: [{ id: 'b', apis: aggregatedFixture('v1.37') }],
@@ -66,7 +66,7 @@ const V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList
 const V2PB = 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const V2B1 = 'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList';
 
-function run(method: string, path: string, accept: string | undefined, o: { legacyFix?: boolean; inm?: string; snapshot?: DiscoverySnapshot | undefined } = {}) {
+function run(method: string, path: string, accept: string | undefined, o: { legacyFix?: boolean; inm?: string; snapshot?: ServedDiscovery | undefined } = {}) {
   const { ex, rec } = fakeExchange(method, path);
   const m = fakeMetrics();
   const served = serveDiscovery(ex, 'snapshot' in o ? o.snapshot : snap, accept, o.inm, m as never, { legacyFix: o.legacyFix ?? false });

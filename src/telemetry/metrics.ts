@@ -43,7 +43,7 @@ export const UNLISTED = '_unlisted';
 export const METRIC_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection', 'proxy', 'apply', 'connect', 'post', 'put', 'head', 'options', 'watchlist', 'unknown']);
 export const OTHER_VERB = 'other';
 
-/** The bounds of what one peer's discovery document may hold (discovery/decode.ts PEER_DISCOVERY_LIMITS, and its byte cap). */
+/** The bounds of what one peer's discovery document may hold (aggregation/decode.ts PEER_DISCOVERY_LIMITS, and its byte cap). */
 export const REFUSED_LIMITS = ['bytes', 'groups', 'versions_per_group', 'versions', 'resources_per_version', 'resources'] as const;
 export type RefusedLimit = (typeof REFUSED_LIMITS)[number];
 

@@ -1,5 +1,6 @@
-// One immutable discovery snapshot: everything mvproxy answers for `/apis` itself, encoded once
-// per input change and never per request (docs/kubernetes-mvp.md §5.2, §5.4, §5.5; issue 4).
+// The served discovery documents (one immutable set, part of the snapshot): everything mvproxy
+// answers for `/apis` itself, encoded once per input change and never per request
+// (docs/kubernetes-mvp.md §5.2, §5.4, §5.5; issue 4).
 //
 // - merged: the peer-aggregated `/apis` (mergeResources of the local document and every peer's,
 //   docs/kubernetes-mvp.md §5.4), as compact JSON and as Kubernetes protobuf (v2), one ETag for both;
@@ -15,7 +16,7 @@
 // Encoding: each document is assembled from per-group encodings (codec/json.ts groupJSON, which
 // takes JSON.stringify for groups already in Go form; codec/protobuf.ts
 // encodeAPIGroupDiscoveryMessage), the same bytes encodeJSON and encodeAPIGroupDiscoveryList write
-// for the whole list. A SnapshotMemo keeps those per group object, so the merged document reuses
+// for the whole list. A EncodingMemo keeps those per group object, so the merged document reuses
 // what the local one encoded, and a builder that keeps its parsed documents (merge.worker.ts)
 // reuses them across builds, with the pairwise merges and exclusion filtering too.
 //
@@ -43,7 +44,7 @@ export interface EncodedDiscovery {
   readonly etag: string;
 }
 
-export interface SnapshotCounts {
+export interface ServedDiscoveryCounts {
   /** Servers that took part in the merge (local included; a peer under the local ID is ignored). */
   readonly servers: number;
   /** Groups / group-versions / group-version-resources of the merged document. */
@@ -59,7 +60,7 @@ export interface SnapshotCounts {
 }
 
 /** How a snapshot was built (set by the builder that ran it). */
-export interface SnapshotBuildInfo {
+export interface ServedDiscoveryBuild {
   /** Parse + merge + encode time, milliseconds, measured where it ran. */
   readonly ms: number;
   readonly thread: 'worker' | 'inline';
@@ -69,16 +70,16 @@ export interface SnapshotBuildInfo {
   readonly workerError?: string;
 }
 
-export interface DiscoverySnapshot {
+export interface ServedDiscovery {
   readonly generation: number;
   readonly merged: EncodedDiscovery;
   readonly local: EncodedDiscovery;
   readonly legacy: LegacyDiscovery;
-  readonly counts: SnapshotCounts;
-  readonly build: SnapshotBuildInfo;
+  readonly counts: ServedDiscoveryCounts;
+  readonly build: ServedDiscoveryBuild;
 }
 
-export interface DiscoverySnapshotInput {
+export interface ServedDiscoveryInput {
   /** This server's ID (identity-lease name); takes part in the sort of server IDs (docs/kubernetes-mvp.md §5.4). */
   localID: string;
   localApis: APIGroupDiscoveryList;
@@ -97,7 +98,7 @@ export interface DiscoverySnapshotInput {
  * for the documents merge.worker.ts parses itself. A fresh memo (the default) lives for one build:
  * the merged document then still reuses the encoded local groups it shares.
  */
-export class SnapshotMemo {
+export class EncodingMemo {
   readonly groupMerges: GroupMergeMemo = new WeakMap();
   readonly legacy: LegacyMemo = newLegacyMemo();
   private readonly json = new WeakMap<APIGroupDiscovery, GroupJSON>();
@@ -191,7 +192,7 @@ function sameItems(a: readonly APIGroupDiscovery[], b: readonly APIGroupDiscover
  * Builds a snapshot. Synchronous; the inputs are not modified. `memo` (default: one for this
  * build) carries encodings and merges over from earlier builds of the same, unmodified objects.
  */
-export function buildDiscoverySnapshot(input: DiscoverySnapshotInput, build?: SnapshotBuildInfo, memo: SnapshotMemo = new SnapshotMemo()): DiscoverySnapshot {
+export function buildServedDiscovery(input: ServedDiscoveryInput, build?: ServedDiscoveryBuild, memo: EncodingMemo = new EncodingMemo()): ServedDiscovery {
   const started = performance.now();
   const localItems = input.localApis.items ?? [];
   const excluded = new Set(input.excludedGroupVersions);
@@ -229,7 +230,7 @@ export function buildDiscoverySnapshot(input: DiscoverySnapshotInput, build?: Sn
   let peerOnlyGroupVersions = 0;
   for (const g of mergedItems) for (const v of g.versions ?? []) if (!localGVs.has(`${g.metadata?.name ?? ''}/${v.version}`)) peerOnlyGroupVersions++;
 
-  const counts: SnapshotCounts = {
+  const counts: ServedDiscoveryCounts = {
     servers: 1 + peers.size,
     groups: mergedItems.length,
     groupVersions,
@@ -255,7 +256,7 @@ export function buildDiscoverySnapshot(input: DiscoverySnapshotInput, build?: Sn
 export function filterExcludedGroupVersions(
   groups: readonly APIGroupDiscovery[],
   excluded: ReadonlySet<string>,
-  memo?: SnapshotMemo,
+  memo?: EncodingMemo,
   excludedKey?: string,
 ): [APIGroupDiscovery[], number] {
   if (excluded.size === 0) return [groups as APIGroupDiscovery[], 0];
@@ -312,7 +313,7 @@ const TYPE_META_PREFIX = Buffer.from('{"kind":"APIGroupDiscoveryList","apiVersio
  */
 // The document's own ArrayBuffer, JSON then protobuf, nothing else: the worker can transfer it
 // instead of copying it (PackOptions.moveMerged).
-function encodeDocument(items: APIGroupDiscovery[], memo: SnapshotMemo): EncodedDiscovery {
+function encodeDocument(items: APIGroupDiscovery[], memo: EncodingMemo): EncodedDiscovery {
   const jsonParts = items.map((g) => memo.groupJSON(g));
   const pbParts = memo.groupProtobufs(items);
   let jsonLen = LIST_JSON.head.length + LIST_JSON.tail.length + Math.max(0, jsonParts.length - 1);
@@ -356,7 +357,7 @@ function goETag(json: Buffer): string {
 // travel in an ArrayBuffer of its own, so that a receiver keeping it for later builds keeps
 // nothing else alive with it.
 
-export interface PackedSnapshotMeta {
+export interface PackedServedDiscoveryMeta {
   generation: number;
   mergedEtag: string;
   localEtag: string;
@@ -374,17 +375,17 @@ export interface PackedSnapshotMeta {
   legacyApis: [number, number];
   legacyGroups: [string, number, number][];
   legacyResourceLists: [string, number, number][];
-  counts: SnapshotCounts;
-  build: SnapshotBuildInfo;
+  counts: ServedDiscoveryCounts;
+  build: ServedDiscoveryBuild;
 }
 
-export interface PackedSnapshot {
+export interface PackedServedDiscovery {
   buffer: ArrayBuffer;
   /** The local document's bodies, when packed apart (PackOptions.separateLocal). */
   localBuffer?: ArrayBuffer;
   /** The merged document's bodies, when their own ArrayBuffer is passed on (PackOptions.moveMerged). */
   mergedBuffer?: ArrayBuffer;
-  meta: PackedSnapshotMeta;
+  meta: PackedServedDiscoveryMeta;
 }
 
 export interface PackOptions {
@@ -396,7 +397,7 @@ export interface PackOptions {
   separateLocal?: boolean;
   /**
    * When the merged document (sent, not the local one) has an ArrayBuffer of its own (as
-   * SnapshotMemo encodes it), pass that on as mergedBuffer instead of copying it. The caller
+   * EncodingMemo encodes it), pass that on as mergedBuffer instead of copying it. The caller
    * transfers it: the snapshot's merged Buffers are then unusable on this side.
    */
   moveMerged?: boolean;
@@ -431,7 +432,7 @@ class Layout {
 }
 
 /** Copies the bodies of a snapshot into fresh ArrayBuffers (transferable: never a pooled one). */
-export function packSnapshot(s: DiscoverySnapshot, opts: PackOptions = {}): PackedSnapshot {
+export function packServedDiscovery(s: ServedDiscovery, opts: PackOptions = {}): PackedServedDiscovery {
   const main = new Layout();
   const mergedIsLocal = s.merged === s.local;
   const mergedId = opts.idOf?.(s.merged);
@@ -451,7 +452,7 @@ export function packSnapshot(s: DiscoverySnapshot, opts: PackOptions = {}): Pack
   const legacyResourceLists: [string, number, number][] = [];
   for (const [k, b] of s.legacy.resourceLists) legacyResourceLists.push([k, ...main.place(b)]);
 
-  const meta: PackedSnapshotMeta = {
+  const meta: PackedServedDiscoveryMeta = {
     generation: s.generation,
     mergedEtag: s.merged.etag,
     localEtag: s.local.etag,
@@ -468,7 +469,7 @@ export function packSnapshot(s: DiscoverySnapshot, opts: PackOptions = {}): Pack
   };
   if (mergedId !== undefined) meta.mergedId = mergedId;
   if (localId !== undefined) meta.localId = localId;
-  const packed: PackedSnapshot = { buffer: main.copy(), meta };
+  const packed: PackedServedDiscovery = { buffer: main.copy(), meta };
   if (apart !== undefined) packed.localBuffer = apart.copy();
   if (movable !== undefined) packed.mergedBuffer = movable.buffer;
   return packed;
@@ -487,7 +488,7 @@ function ownBuffer(e: EncodedDiscovery): { buffer: ArrayBuffer; json: [number, n
  * Wraps a packed snapshot without copying. `build` overrides the packed build info. `held`: the
  * encoded documents the packer was told to leave out (PackOptions.omit), by id.
  */
-export function unpackSnapshot(p: PackedSnapshot, build?: SnapshotBuildInfo, held?: ReadonlyMap<string, EncodedDiscovery>): DiscoverySnapshot {
+export function unpackServedDiscovery(p: PackedServedDiscovery, build?: ServedDiscoveryBuild, held?: ReadonlyMap<string, EncodedDiscovery>): ServedDiscovery {
   const { buffer, meta } = p;
   const at = (r: readonly [number, number], b: ArrayBuffer = buffer) => Buffer.from(b, r[0], r[1]);
   const heldDocument = (id: string | undefined, etag: string): EncodedDiscovery => {

@@ -1,10 +1,10 @@
-// Piscina task: build a discovery snapshot off the main thread.
+// Piscina task: build the served discovery documents (served-discovery.ts) off the main thread.
 //
 // In: the raw JSON bytes of the local and peer `/apis` documents as (transferred) ArrayBuffers, or
 // only a key for a document this worker has from its last build (merger.ts).
 // Out: the whole snapshot packed into one ArrayBuffer (the local document's bodies in one of their
 // own; encoded documents the caller holds left out), moved back (transferred, not copied), plus
-// its small description (snapshot.ts packSnapshot). A build error is returned as a value, not
+// its small description (served-discovery.ts packServedDiscovery). A build error is returned as a value, not
 // thrown, so that the main thread can tell a bad input (rejected to the caller) from a worker that
 // cannot run at all (the merger then falls back to building inline).
 //
@@ -14,12 +14,12 @@
 //   the last build is not parsed again (a memcmp). A new document is split into its groups
 //   (codec/json.ts splitListItems) and only the groups whose bytes were not in the last build
 //   are decoded and parsed; the others are the very objects parsed before.
-// - SnapshotMemo (snapshot.ts): per group object, its JSON (the very bytes it was parsed from,
+// - EncodingMemo (served-discovery.ts): per group object, its JSON (the very bytes it was parsed from,
 //   when they are exactly that) and protobuf encodings, pairwise merges and exclusion filtering;
 //   the local document's encodings and ETag.
 // All of it is keyed by content (bytes) or by the identity of objects nothing modifies, and a
 // cached answer is the one the computation would give: the output bytes do not depend on what was
-// cached (test/unit/snapshot.test.ts compares builds with warm and cold caches against an
+// cached (test/unit/served-discovery.test.ts compares builds with warm and cold caches against an
 // uncached rebuild, test/unit/merger.test.ts the worker's builds against inline ones).
 
 import { createHash } from 'node:crypto';
@@ -29,14 +29,14 @@ import type { APIGroupDiscoveryList } from './types';
 import { decodeDiscoveryBody, DiscoveryLimitError, MAX_DISCOVERY_BODY_BYTES, routingView, type DiscoveryLimit, type DiscoveryLimits, type RoutingView } from './decode';
 import { DiscoveryFetchError, type DiscoveryErrorCode } from './errors';
 import {
-  buildDiscoverySnapshot,
-  packSnapshot,
-  SnapshotMemo,
-  type DiscoverySnapshot,
+  buildServedDiscovery,
+  packServedDiscovery,
+  EncodingMemo,
+  type ServedDiscovery,
   type EncodedDiscovery,
-  type PackedSnapshot,
-  type SnapshotBuildInfo,
-} from './snapshot';
+  type PackedServedDiscovery,
+  type ServedDiscoveryBuild,
+} from './served-discovery';
 import { splitListItems } from './codec/json';
 
 /** The bytes of one document: an ArrayBuffer (transferred whole) or a view on one. */
@@ -51,12 +51,12 @@ export interface MergeTask {
   peers: { id: string; apis: DocumentBytes | null; key?: string }[];
   excludedGroupVersions: string[];
   generation: number;
-  /** Ids of encoded documents (PackedSnapshotMeta.localId/mergedId) the caller holds: not sent back. */
+  /** Ids of encoded documents (PackedServedDiscoveryMeta.localId/mergedId) the caller holds: not sent back. */
   held?: string[];
 }
 
 export type MergeTaskResult =
-  | { ok: true; packed: PackedSnapshot }
+  | { ok: true; packed: PackedServedDiscovery }
   | { ok: false; message: string; /** Keys of documents sent without bytes that the worker does not have. */ missing?: string[] };
 
 /** Documents were sent by key only and this cache does not have them (the caller sends them again). */
@@ -284,12 +284,12 @@ function find(docs: readonly CachedDocument[], buf: Buffer): CachedDocument | un
 /** What a builder keeps between builds (one per worker thread; one per inline DiscoveryMerger). */
 export class MergeCaches {
   readonly documents: DocumentCache;
-  readonly memo: SnapshotMemo;
+  readonly memo: EncodingMemo;
   constructor(ownsInputs: boolean) {
     // The bytes each group was parsed from: copied as its JSON encoding when they are exactly that.
     const rawJSON = new WeakMap<object, Buffer>();
     this.documents = new DocumentCache(ownsInputs, rawJSON);
-    this.memo = new SnapshotMemo(rawJSON);
+    this.memo = new EncodingMemo(rawJSON);
   }
 }
 
@@ -299,7 +299,7 @@ export class MergeCaches {
  * Throws MissingDocumentsError when documents sent by key only are not in `caches` (those that
  * were sent are kept, so that a second task needs only the missing ones).
  */
-export function runMergeTask(task: MergeTask, thread: 'worker' | 'inline', workerError?: string, caches: MergeCaches = new MergeCaches(false)): DiscoverySnapshot {
+export function runMergeTask(task: MergeTask, thread: 'worker' | 'inline', workerError?: string, caches: MergeCaches = new MergeCaches(false)): ServedDiscovery {
   const started = performance.now();
   const docs = caches.documents;
   docs.begin();
@@ -323,7 +323,7 @@ export function runMergeTask(task: MergeTask, thread: 'worker' | 'inline', worke
     throw new MissingDocumentsError(missing);
   }
   docs.commit();
-  const snapshot = buildDiscoverySnapshot(
+  const snapshot = buildServedDiscovery(
     {
       localID: task.localID,
       localApis,
@@ -334,7 +334,7 @@ export function runMergeTask(task: MergeTask, thread: 'worker' | 'inline', worke
     undefined,
     caches.memo,
   );
-  const build: SnapshotBuildInfo =
+  const build: ServedDiscoveryBuild =
     workerError === undefined ? { ms: performance.now() - started, thread } : { ms: performance.now() - started, thread, workerError };
   return Object.freeze({ ...snapshot, build });
 }
@@ -356,11 +356,11 @@ const idOf = (e: EncodedDiscovery): string => {
 
 /** The Piscina handler (loaded by name: `mergeTask`). */
 export function mergeTask(task: MergeTask): MergeTaskResult | ReturnType<typeof Piscina.move> {
-  let packed: PackedSnapshot;
+  let packed: PackedServedDiscovery;
   try {
     const started = performance.now();
     const s = runMergeTask(task, 'worker', undefined, workerCaches);
-    packed = packSnapshot(s, { idOf, omit: new Set(task.held ?? []), separateLocal: true, moveMerged: true });
+    packed = packServedDiscovery(s, { idOf, omit: new Set(task.held ?? []), separateLocal: true, moveMerged: true });
     // Its buffer goes to the main thread: not to be handed out again here.
     if (packed.mergedBuffer !== undefined) workerCaches.memo.forgetMerged(s.merged);
     packed.meta.build = { ms: performance.now() - started, thread: 'worker' };

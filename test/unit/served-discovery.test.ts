@@ -1,26 +1,26 @@
-// buildDiscoverySnapshot: merged and local documents, both encodings, ETags, peer exclusion
+// buildServedDiscovery: merged and local documents, both encodings, ETags, peer exclusion
 // (docs/kubernetes-mvp.md §4.5) and the legacy documents derived from the merged data.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import {
-  buildDiscoverySnapshot,
+  buildServedDiscovery,
   filterExcludedGroupVersions,
-  packSnapshot,
-  unpackSnapshot,
-  SnapshotMemo,
-  type DiscoverySnapshot,
+  packServedDiscovery,
+  unpackServedDiscovery,
+  EncodingMemo,
+  type ServedDiscovery,
   type EncodedDiscovery,
   type LegacyDiscovery,
-  type PackedSnapshot,
-} from '../../src/discovery/snapshot';
-import { mergeResources } from '../../src/discovery/merge';
-import { encodeJSON, encodeJSONReference } from '../../src/discovery/codec/json';
-import { decodeDiscovery, encodeAPIGroupDiscoveryList } from '../../src/discovery/codec/protobuf';
-import { buildLegacyDiscovery } from '../../src/discovery/legacy';
-import { MergeCaches, parseDiscoveryBytes, runMergeTask } from '../../src/discovery/merge.worker';
-import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/discovery/types';
+  type PackedServedDiscovery,
+} from '../../src/aggregation/served-discovery';
+import { mergeResources } from '../../src/aggregation/merge';
+import { encodeJSON, encodeJSONReference } from '../../src/aggregation/codec/json';
+import { decodeDiscovery, encodeAPIGroupDiscoveryList } from '../../src/aggregation/codec/protobuf';
+import { buildLegacyDiscovery } from '../../src/aggregation/legacy';
+import { MergeCaches, parseDiscoveryBytes, runMergeTask } from '../../src/aggregation/merge.worker';
+import type { APIGroupDiscovery, APIGroupDiscoveryList } from '../../src/aggregation/types';
 import { aggregatedFixture, readFixture } from '../support/fixtures';
 import { discoveryGroup, discoveryList } from '../support/discovery-arbitrary';
 import { everyResourceChanged, oneResourceChanged, syntheticServer } from '../../native-bench/synthetic';
@@ -37,7 +37,7 @@ const list = (items: APIGroupDiscovery[]): APIGroupDiscoveryList => ({
 
 function pair(localIs: 'v1.33' | 'v1.37', excludedGroupVersions: string[] = []) {
   const [local, peer] = localIs === 'v1.37' ? [v137, v133] : [v133, v137];
-  return buildDiscoverySnapshot({ localID: 'apiserver-a', localApis: local, peers: [{ id: 'apiserver-b', apis: peer }], excludedGroupVersions });
+  return buildServedDiscovery({ localID: 'apiserver-a', localApis: local, peers: [{ id: 'apiserver-b', apis: peer }], excludedGroupVersions });
 }
 
 const names = (l: APIGroupDiscoveryList) => l.items.map((g) => g.metadata.name);
@@ -87,9 +87,9 @@ test('ETag: quoted uppercase SHA-512 of the list without TypeMeta; equal content
   assert.ok(goJSON.toString().startsWith('{"metadata":{},"items":['));
   assert.equal(s.merged.etag, `"${createHash('sha512').update(goJSON).digest('hex').toUpperCase()}"`);
   // One server, or peers adding nothing: the merged document is the local one (same buffers).
-  const alone = buildDiscoverySnapshot({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
+  const alone = buildServedDiscovery({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
   assert.equal(alone.merged, alone.local);
-  const same = buildDiscoverySnapshot({ localID: 'a', localApis: v137, peers: [{ id: 'b', apis: v137 }], excludedGroupVersions: [] });
+  const same = buildServedDiscovery({ localID: 'a', localApis: v137, peers: [{ id: 'b', apis: v137 }], excludedGroupVersions: [] });
   assert.equal(same.merged.etag, same.local.etag);
   assert.equal(same.merged.etag, alone.merged.etag);
   // Key order of the input objects does not matter.
@@ -99,7 +99,7 @@ test('ETag: quoted uppercase SHA-512 of the list without TypeMeta; equal content
       : o;
   const shuffled = reverseKeys(v137) as APIGroupDiscoveryList;
   assert.notDeepEqual(Object.keys(shuffled), Object.keys(v137));
-  assert.equal(buildDiscoverySnapshot({ localID: 'a', localApis: shuffled, peers: [], excludedGroupVersions: [] }).local.etag, alone.local.etag);
+  assert.equal(buildServedDiscovery({ localID: 'a', localApis: shuffled, peers: [], excludedGroupVersions: [] }).local.etag, alone.local.etag);
 });
 
 test('excluded group/versions are dropped from peer data only', () => {
@@ -137,13 +137,13 @@ test('exclusion drops a peer group left with no versions, keeps group metadata o
   assert.equal(same, peer);
   assert.equal(none, 0);
 
-  const s = buildDiscoverySnapshot({ localID: 'b', localApis: list([]), peers: [{ id: 'a', apis: list(peer) }], excludedGroupVersions: ['y.example/v1'] });
+  const s = buildServedDiscovery({ localID: 'b', localApis: list([]), peers: [{ id: 'a', apis: list(peer) }], excludedGroupVersions: ['y.example/v1'] });
   assert.deepEqual(names(parse(s.merged.json)), ['x.example']);
 });
 
 test('the core group and a peer under the local ID never reach the merged document', () => {
   const core: APIGroupDiscovery = { metadata: {}, versions: [{ version: 'v1', resources: [{ resource: 'pods', scope: 'Namespaced', singularResource: 'pod', verbs: ['get'] }] }] };
-  const s = buildDiscoverySnapshot({
+  const s = buildServedDiscovery({
     localID: 'a',
     localApis: v133,
     peers: [{ id: 'b', apis: list([core, ...v133.items]) }, { id: 'a', apis: v137 }],
@@ -217,8 +217,8 @@ test('every group a peer contributes to gets APIGroup and APIResourceList docume
 
 test('pack/unpack round-trips every body without copying on the receiving side', () => {
   const s = pair('v1.33');
-  const p = packSnapshot(s);
-  const u = unpackSnapshot(p);
+  const p = packServedDiscovery(s);
+  const u = unpackServedDiscovery(p);
   assert.ok(u.merged.json.equals(s.merged.json));
   assert.ok(u.merged.protobuf.equals(s.merged.protobuf));
   assert.ok(u.local.json.equals(s.local.json));
@@ -229,8 +229,8 @@ test('pack/unpack round-trips every body without copying on the receiving side',
   for (const [k, b] of s.legacy.resourceLists) assert.ok(u.legacy.resourceLists.get(k)!.equals(b));
   assert.equal(u.merged.json.buffer, p.buffer);
   assert.deepEqual(u.counts, s.counts);
-  const alone = buildDiscoverySnapshot({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
-  const ua = unpackSnapshot(packSnapshot(alone));
+  const alone = buildServedDiscovery({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
+  const ua = unpackServedDiscovery(packServedDiscovery(alone));
   assert.equal(ua.merged, ua.local);
 });
 
@@ -238,26 +238,26 @@ test('pack options: held documents left out, local apart, the merged buffer move
   const s = pair('v1.33');
   const ids = new Map([[s.local, 'L'], [s.merged, 'M']]);
   const idOf = (e: EncodedDiscovery) => ids.get(e)!;
-  const whole = (p: PackedSnapshot, held?: Map<string, EncodedDiscovery>) => bodiesOf(unpackSnapshot(p, undefined, held));
+  const whole = (p: PackedServedDiscovery, held?: Map<string, EncodedDiscovery>) => bodiesOf(unpackServedDiscovery(p, undefined, held));
   // Nothing held: everything travels; local apart; merged in its own buffer, not copied.
-  const p1 = packSnapshot(s, { idOf, separateLocal: true, moveMerged: true });
+  const p1 = packServedDiscovery(s, { idOf, separateLocal: true, moveMerged: true });
   assert.equal(p1.mergedBuffer, s.merged.json.buffer);
   assert.ok(p1.localBuffer !== undefined && p1.localBuffer.byteLength === s.local.json.length + s.local.protobuf.length);
   assertSameBodies(whole(p1), bodiesOf(s), 'all sent');
   // The receiver holds the local document: left out, and restored from what it holds.
-  const p2 = packSnapshot(s, { idOf, omit: new Set(['L']), separateLocal: true });
+  const p2 = packServedDiscovery(s, { idOf, omit: new Set(['L']), separateLocal: true });
   assert.equal(p2.meta.localJSON, null);
   assert.equal(p2.localBuffer, undefined);
   assert.equal(p2.buffer.byteLength, s.merged.json.length + s.merged.protobuf.length + legacyEntries(s.legacy).reduce((n, [, b]) => n + b.length, 0));
-  const u2 = unpackSnapshot(p2, undefined, new Map([['L', s.local]]));
+  const u2 = unpackServedDiscovery(p2, undefined, new Map([['L', s.local]]));
   assert.equal(u2.local, s.local);
   assertSameBodies(bodiesOf(u2), bodiesOf(s), 'local held');
-  assert.throws(() => unpackSnapshot(p2), /left out but not held/);
+  assert.throws(() => unpackServedDiscovery(p2), /left out but not held/);
   // Merged = local and held: nothing but the legacy documents travels.
-  const alone = buildDiscoverySnapshot({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
-  const p3 = packSnapshot(alone, { idOf: () => 'A', omit: new Set(['A']), separateLocal: true, moveMerged: true });
+  const alone = buildServedDiscovery({ localID: 'a', localApis: v137, peers: [], excludedGroupVersions: [] });
+  const p3 = packServedDiscovery(alone, { idOf: () => 'A', omit: new Set(['A']), separateLocal: true, moveMerged: true });
   assert.equal(p3.mergedBuffer, undefined);
-  const u3 = unpackSnapshot(p3, undefined, new Map([['A', alone.local]]));
+  const u3 = unpackServedDiscovery(p3, undefined, new Map([['A', alone.local]]));
   assert.equal(u3.merged, alone.local);
   assert.equal(u3.local, alone.local);
 });
@@ -340,7 +340,7 @@ function legacyEntries(l: LegacyDiscovery): [string, Buffer][] {
   return [['apis', l.apis], ...[...l.groups].map(([k, b]) => [`group ${k}`, b] as [string, Buffer]), ...[...l.resourceLists].map(([k, b]) => [`list ${k}`, b] as [string, Buffer])];
 }
 
-function bodiesOf(s: DiscoverySnapshot): Bodies {
+function bodiesOf(s: ServedDiscovery): Bodies {
   return {
     mergedJSON: s.merged.json, mergedProtobuf: s.merged.protobuf, mergedEtag: s.merged.etag,
     localJSON: s.local.json, localProtobuf: s.local.protobuf, localEtag: s.local.etag,
@@ -438,10 +438,10 @@ test('a bad document leaves the caches as they were; the next build is still exa
   assertSameBodies(bodiesOf(runMergeTask(task(reused, b), 'inline', undefined, caches)), referenceBuild('s0', changed, [['s1', b]], []), 'reused buffer');
 });
 
-test('buildDiscoverySnapshot with a memo kept across builds = without', () => {
-  const memo = new SnapshotMemo();
+test('buildServedDiscovery with a memo kept across builds = without', () => {
+  const memo = new EncodingMemo();
   for (const [local, peer, excluded] of [[v133, v137, []], [v137, v133, ['apps/v1']], [v133, v137, []], [v133, v137, ['resource.k8s.io/v1alpha3']]] as const) {
     const input = { localID: 'apiserver-a', localApis: local, peers: [{ id: 'apiserver-b', apis: peer }], excludedGroupVersions: [...excluded] };
-    assertSameBodies(bodiesOf(buildDiscoverySnapshot(input, undefined, memo)), bodiesOf(buildDiscoverySnapshot(input)), JSON.stringify(excluded));
+    assertSameBodies(bodiesOf(buildServedDiscovery(input, undefined, memo)), bodiesOf(buildServedDiscovery(input)), JSON.stringify(excluded));
   }
 });

@@ -93,8 +93,8 @@ export function encodeLegacyAPIGroupList(groups: readonly APIGroupDiscovery[], m
 }
 
 /**
- * What buildLegacyDiscovery may keep between builds of unmodified groups (snapshot.ts
- * SnapshotMemo): each group's APIGroup JSON (null: no versions) and each version's
+ * What buildLegacyDiscovery may keep between builds of unmodified groups (served-discovery.ts
+ * EncodingMemo): each group's APIGroup JSON (null: no versions) and each version's
  * APIResourceList, by object identity.
  */
 export interface LegacyMemo {

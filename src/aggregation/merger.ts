@@ -1,4 +1,4 @@
-// Builds discovery snapshots in a piscina worker pool (1 thread by default), so that parsing,
+// Builds the served discovery documents in a piscina worker pool (1 thread by default), so that parsing,
 // merging and encoding never block the request path (issue 4). The caller swaps the returned
 // immutable snapshot in; requests never wait for a merge.
 //
@@ -9,7 +9,7 @@
 //   and a slice of Node's shared Buffer pool is never detached). The copy is a memcpy, far
 //   cheaper than the structured clone of parsed objects it replaces.
 // - out: one ArrayBuffer with every encoded body, moved back (Piscina.move) and wrapped into
-//   Buffers on the main thread without copying (snapshot.ts unpackSnapshot); the local document's
+//   Buffers on the main thread without copying (served-discovery.ts unpackServedDiscovery); the local document's
 //   bodies in an ArrayBuffer of their own.
 // - only what changed: the worker keeps the documents of its last build (merge.worker.ts). When
 //   every input carries a content key (discoveryMergeInput: the server ID and its ETag, or a
@@ -33,7 +33,7 @@ import { extname, join } from 'node:path';
 import Piscina from 'piscina';
 import type { MergeTask, MergeTaskResult, DocumentBytes } from './merge.worker';
 import { runMergeTask, MergeCaches, decodeForRouting, contentDigest } from './merge.worker';
-import { unpackSnapshot, type DiscoverySnapshot, type EncodedDiscovery } from './snapshot';
+import { unpackServedDiscovery, type ServedDiscovery, type EncodedDiscovery } from './served-discovery';
 
 export type { DocumentBytes } from './merge.worker';
 import type { DecodeTask, DecodeTaskResult, DecodedForRouting } from './merge.worker';
@@ -173,7 +173,7 @@ export class DiscoveryMerger {
    * `workerFailed` false for bad input (an unparsable document), true when the worker died
    * during the build (its inputs are gone with it; later builds run inline).
    */
-  async build(input: DiscoveryMergeInput): Promise<DiscoverySnapshot> {
+  async build(input: DiscoveryMergeInput): Promise<ServedDiscovery> {
     if (this.closed) throw new Error('DiscoveryMerger is closed');
     const generation = input.generation ?? ++this.generation;
     if (input.generation !== undefined && input.generation > this.generation) this.generation = input.generation;
@@ -267,7 +267,7 @@ export class DiscoveryMerger {
       }
       this.workerDocuments = new Set(docs.flatMap((d) => (d.key === undefined ? [] : [d.key])));
       const packed = result.packed;
-      const snapshot = unpackSnapshot(packed, { ...packed.meta.build, wallMs: performance.now() - submitted }, held);
+      const snapshot = unpackServedDiscovery(packed, { ...packed.meta.build, wallMs: performance.now() - submitted }, held);
       const next = new Map<string, EncodedDiscovery>();
       if (packed.meta.localId !== undefined) next.set(packed.meta.localId, snapshot.local);
       if (packed.meta.mergedId !== undefined) next.set(packed.meta.mergedId, snapshot.merged);
