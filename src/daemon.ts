@@ -20,6 +20,7 @@ import { CertificateUsers, certificateRefusal, isRefusal } from './api/identity'
 import { answerStatus } from './listener/answer';
 import { firstValue } from './proxy/proxied';
 import { PeerProxiedHeader } from './api/headers';
+import { ErrorCode } from './api/errors';
 import type { TLSSocket } from 'node:tls';
 import { listenPeerUWS, listenUWS, loadUWS, UWS_MAX_CLIENT_CERTIFICATE_BYTES, type UwsRunningListener } from './listener/uws';
 import type { Exchange, RunningListener } from './listener/exchange';
@@ -72,7 +73,7 @@ export interface Daemon {
 }
 
 export class ConfigError extends Error {
-  readonly code = 'MVP_ERR_CONFIG';
+  readonly code = ErrorCode.MVP_ERR_CONFIG;
 }
 
 export interface DaemonDeps {
@@ -193,7 +194,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     const incoming: string[] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!);
     const refused = certificateRefusal(user, incoming);
-    if (refused !== undefined) return answerStatus(socket, 'MVP_ERR_CERTIFICATE_USER', refused);
+    if (refused !== undefined) return answerStatus(socket, ErrorCode.MVP_ERR_CERTIFICATE_USER, refused);
     const peer = handler.upgradePeer(req.method ?? 'GET', req.url ?? '/', firstValue(incoming, PeerProxiedHeader));
     tunnelUpgrade(req, socket, head, {
       ...(peer === undefined ? { target: localURL, tls: localTLS } : { target: new URL(`https://${peer}`), tls: peerTLS, peerHop: true }),
@@ -226,7 +227,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         certificateUsers,
         onRequest: (ex) => handler.handleClient(ex),
         lifecycle,
-        onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_UPGRADE_UNSUPPORTED'),
+        onUpgradeRefused: (ex) => writeStatus(ex, ErrorCode.MVP_ERR_UPGRADE_UNSUPPORTED),
         webSocket: webSocketDialer({
           target: localURL,
           tls: localTLS,
@@ -269,7 +270,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     }
     const onRejected = (ex: Exchange, why: string) => {
       log.info(2, 'peer request rejected', { remote: ex.remoteAddress, reason: why });
-      writeStatus(ex, 'MVP_ERR_PEER_UNAUTHORIZED');
+      writeStatus(ex, ErrorCode.MVP_ERR_PEER_UNAUTHORIZED);
     };
     const peerChoice = choosePeerFrontend(frontend, policy.minVersion, undefined, config.peerFrontend);
     if (peerChoice.frontend === 'uws' && choice.frontend === 'uws') {
@@ -282,7 +283,7 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
         onRequest: (ex) => handler.handlePeer(ex),
         onRejected,
         // Upgrades between peers are not proxied (in-tree they would arrive without identity, docs/kubernetes-mvp.md §2.3).
-        onUpgradeRefused: (ex) => writeStatus(ex, 'MVP_ERR_PEER_UPGRADE'),
+        onUpgradeRefused: (ex) => writeStatus(ex, ErrorCode.MVP_ERR_PEER_UPGRADE),
         lifecycle,
       });
       listeners.push(l);

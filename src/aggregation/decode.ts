@@ -42,6 +42,7 @@ import type {
   ObjectMeta,
 } from './types';
 import { APIDISCOVERY_GROUP, APIGROUP_DISCOVERY_LIST_KIND } from './types';
+import { ErrorCode } from '../api/errors';
 import { DiscoveryFetchError } from './errors';
 import { encodeJSON } from './codec/json';
 import { PROTOBUF_MAGIC, decodeAPIGroupDiscoveryListMessage, decodeUnknownEnvelope } from './codec/protobuf';
@@ -113,7 +114,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
  */
 export function decodeDiscoveryBody(body: Uint8Array, what = 'discovery body', maxBytes = MAX_DISCOVERY_BODY_BYTES, limits?: DiscoveryLimits): DecodedDiscoveryBody {
   if (body.length > maxBytes) {
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_TOO_LARGE', `${what}: ${body.length} bytes, more than the ${maxBytes}-byte limit`);
+    throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_TOO_LARGE, `${what}: ${body.length} bytes, more than the ${maxBytes}-byte limit`);
   }
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   try {
@@ -124,7 +125,7 @@ export function decodeDiscoveryBody(body: Uint8Array, what = 'discovery body', m
       throw e;
     }
     // A bug of ours or an engine limit (e.g. a stack overflow): still this document's failure.
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', `${what}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+    throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_DECODE, `${what}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
   }
 }
 
@@ -134,7 +135,7 @@ function quote(s: string): string {
 }
 
 function decodeError(message: string): DiscoveryFetchError {
-  return new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', message);
+  return new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_DECODE, message);
 }
 
 function isProtobuf(b: Uint8Array): boolean {
@@ -287,7 +288,7 @@ export class DiscoveryLimitError extends DiscoveryFetchError {
     readonly limit: DiscoveryLimit,
     message: string,
   ) {
-    super('MVP_ERR_DISCOVERY_OVER_LIMIT', message);
+    super(ErrorCode.MVP_ERR_DISCOVERY_OVER_LIMIT, message);
   }
 }
 

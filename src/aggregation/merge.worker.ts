@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
 import Piscina from 'piscina';
+import { ErrorCode } from '../api/errors';
 import type { APIGroupDiscoveryList } from './types';
 import { decodeDiscoveryBody, DiscoveryLimitError, MAX_DISCOVERY_BODY_BYTES, routingView, type DiscoveryLimit, type DiscoveryLimits, type RoutingView } from './decode';
 import { DiscoveryFetchError, type DiscoveryErrorCode } from './errors';
@@ -429,7 +430,7 @@ export function decodeTask(task: DecodeTask): DecodeTaskResult | ReturnType<type
   } catch (e) {
     if (e instanceof DiscoveryLimitError) return { ok: false, code: e.code, message: e.message, limit: e.limit };
     if (e instanceof DiscoveryFetchError) return { ok: false, code: e.code, message: e.message };
-    return { ok: false, code: 'MVP_ERR_DISCOVERY_DECODE', message: `${task.what}: ${(e as Error)?.message ?? String(e)}` };
+    return { ok: false, code: ErrorCode.MVP_ERR_DISCOVERY_DECODE, message: `${task.what}: ${(e as Error)?.message ?? String(e)}` };
   }
   const raw = copyOut(d.raw);
   const result: DecodeTaskResult = { ok: true, routes: d.routes, raw, format: d.format, digest: d.digest };

@@ -31,6 +31,7 @@
 
 import { extname, join } from 'node:path';
 import Piscina from 'piscina';
+import { ErrorCode } from '../api/errors';
 import type { MergeTask, MergeTaskResult, DocumentBytes } from './merge.worker';
 import { runMergeTask, MergeCaches, decodeForRouting, contentDigest } from './merge.worker';
 import { unpackServedDiscovery, type ServedDiscovery, type EncodedDiscovery } from './served-discovery';
@@ -161,7 +162,7 @@ export class DiscoveryMerger {
     try {
       r = (await pool.run({ bytes, what, limits } satisfies DecodeTask, { name: 'decodeTask', transferList: [bytes] })) as DecodeTaskResult;
     } catch (e) {
-      throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_DECODE', `${what}: the decode worker failed on it: ${(e as Error)?.message ?? String(e)}`);
+      throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_DECODE, `${what}: the decode worker failed on it: ${(e as Error)?.message ?? String(e)}`);
     }
     if (!r.ok) throw r.limit !== undefined ? new DiscoveryLimitError(r.limit, r.message) : new DiscoveryFetchError(r.code, r.message);
     return { routes: r.routes, raw: Buffer.from(r.raw), format: r.format, digest: r.digest };

@@ -6,6 +6,7 @@
 // reads each kind of flag text.
 
 import { Command, Option } from 'commander';
+import { ErrorCode } from '../api/errors';
 import { parseFeatureGateFlags, resolveFeatureGates } from '../config/featuregate';
 import { CONFIG_API_VERSION, CONFIG_KIND, loadConfigFile, mergeConfig } from '../config/load';
 import { SECTIONS, SETTINGS, SETTING_TABLE, type Section, type Setting, type SettingKey } from '../config/settings';
@@ -16,7 +17,7 @@ import { parseGoBool } from '../gocompat/strconv';
 import { formatDuration } from '../gocompat/time';
 
 export class FlagError extends Error {
-  readonly code = 'MVP_ERR_FLAG';
+  readonly code = ErrorCode.MVP_ERR_FLAG;
 }
 
 type Entry = Setting & { key: SettingKey };

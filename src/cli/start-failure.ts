@@ -1,5 +1,6 @@
 // What an operator reads when the daemon cannot start for a reason outside the configuration's
 // syntax (those exit 2 earlier): one line that names the flag and the cause, never a stack.
+import { ErrorCode, hasCode } from '../api/errors';
 import type { DaemonConfig } from '../config/types';
 
 const LISTEN_REASONS: Record<string, string> = {
@@ -22,7 +23,7 @@ export function describeStartFailure(e: unknown, c: DaemonConfig): string {
   if (err?.syscall === 'listen' || err?.syscall === 'bind') {
     return `cannot listen on ${err.address ?? '?'}:${err.port ?? '?'} (${listenerFlags(err.port, c)}): ${LISTEN_REASONS[err.code ?? ''] ?? err.code ?? err.message}`;
   }
-  if (err?.code === 'MVP_ERR_LISTEN') {
+  if (hasCode(err, ErrorCode.MVP_ERR_LISTEN)) {
     // uWebSockets.js says only that it failed: in use, not permitted, or not a local address.
     const port = Number(/:(\d+)$/.exec(err.message)?.[1]);
     return `${err.message} (${listenerFlags(Number.isFinite(port) ? port : undefined, c)}): the address is in use, not permitted, or not on this machine`;

@@ -20,6 +20,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq, parseAllDocuments, type Document, type Node } from 'yaml';
+import { ErrorCode } from '../api/errors';
 import { isKnownGate, resolveFeatureGates } from './featuregate';
 import { SETTINGS, type Setting, type SettingKey } from './settings';
 import type { DaemonConfig } from './types';
@@ -30,7 +31,7 @@ export const CONFIG_KIND = 'MvproxyConfiguration';
 
 /** A config file that cannot be read, parsed or accepted. The message names the file and the field. */
 export class ConfigFileError extends Error {
-  readonly code = 'MVP_ERR_CONFIG_FILE';
+  readonly code = ErrorCode.MVP_ERR_CONFIG_FILE;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
+import { ErrorCode, errorCode } from '../api/errors';
 import { FEATURE_GATES } from './featuregate';
 import { fsReason } from './load';
 import { SETTINGS, settingName, type SettingKey } from './settings';
@@ -14,7 +15,7 @@ import { isLoopback } from './values';
 
 /** Settings that are each valid but do not fit together (flags and file merged). */
 export class InvalidConfigError extends Error {
-  readonly code = 'MVP_ERR_CONFIG_INVALID';
+  readonly code = ErrorCode.MVP_ERR_CONFIG_INVALID;
 }
 
 /** Cross-field checks on the merged settings (each value is already valid). Throws InvalidConfigError. */
@@ -121,6 +122,8 @@ export function checkTLSFiles(c: DaemonConfig, read: (f: string) => Buffer = (f)
 
 /** Configuration errors: exit 2 with nothing started. */
 export function isConfigError(e: unknown): e is Error {
-  const code = (e as { code?: string } | null)?.code;
-  return code === 'MVP_ERR_FLAG' || code === 'MVP_ERR_CONFIG_FILE' || code === 'MVP_ERR_CONFIG_INVALID' || code === 'MVP_ERR_CONFIG';
+  const code = errorCode(e);
+  return code !== undefined && CONFIG_ERRORS.includes(code);
 }
+
+const CONFIG_ERRORS: readonly ErrorCode[] = [ErrorCode.MVP_ERR_FLAG, ErrorCode.MVP_ERR_CONFIG_FILE, ErrorCode.MVP_ERR_CONFIG_INVALID, ErrorCode.MVP_ERR_CONFIG];

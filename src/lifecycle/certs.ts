@@ -29,6 +29,7 @@
 
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { Dispatcher, type Pool } from 'undici';
+import { ErrorCode } from '../api/errors';
 import { WatchedFiles, type FileContents } from './filewatch';
 import type { Logger } from '../telemetry/log';
 
@@ -55,7 +56,7 @@ export interface TLSMaterialSpec {
 }
 
 export class CertificateError extends Error {
-  readonly code = 'MVP_ERR_CERTIFICATE';
+  readonly code = ErrorCode.MVP_ERR_CERTIFICATE;
 }
 
 /** The certificates of a PEM bundle, leaf first. Throws CertificateError when there is none or one is malformed. */

@@ -4,10 +4,10 @@
 
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { errorResponse, type ErrorCode } from '../api/errors';
+import { errorResponse, type AnsweredCode } from '../api/errors';
 
 /** Writes one of mvproxy's errors as a metav1.Status on a raw client socket and closes it. */
-export function answerStatus(client: Duplex, code: ErrorCode, message?: string): void {
+export function answerStatus(client: Duplex, code: AnsweredCode, message?: string): void {
   if (client.destroyed) return;
   const r = errorResponse(code, message);
   let head = `HTTP/1.1 ${r.status} ${http.STATUS_CODES[r.status]}\r\n`;

@@ -4,7 +4,7 @@
 
 import type { Readable } from 'node:stream';
 import type { Identity } from '../api/identity';
-import type { ErrorCode } from '../api/errors';
+import type { AnsweredCode } from '../api/errors';
 
 /** Request header block limit of both front ends (node: maxHeaderSize; uWS: UWS_HTTP_MAX_HEADERS_SIZE). */
 export const MAX_HEADER_BYTES = 16 * 1024;
@@ -98,7 +98,7 @@ export interface Exchange {
    * framing is ambiguous or unsupported, or it has an Expect other than 100-continue. Answered with
    * it, and the connection closes after the answer (as Go's net/http does for both).
    */
-  readonly refusal: ErrorCode | undefined;
+  readonly refusal: AnsweredCode | undefined;
   /** The user of a client certificate the front end verified (--client-ca-file), if any. */
   readonly identity?: Identity;
   /** A verified client certificate whose user mvproxy will not assert (api/identity.ts): the 401 Status's message. */

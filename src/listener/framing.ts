@@ -5,7 +5,7 @@
 // one way here and another way upstream is the risk; these rules refuse it before anything is sent,
 // as Go's net/http does in front of kube-apiserver (net/http transfer.go fixLength/parseTransferEncoding).
 
-import type { ErrorCode } from '../api/errors';
+import { ErrorCode, type AnsweredCode } from '../api/errors';
 
 /** Counts the framing fields of one request while a front end walks its headers. */
 export class FramingCheck {
@@ -36,11 +36,11 @@ export class FramingCheck {
    *   fields) → 501, like Go ("Unsupported transfer encoding"): its codings are hop-by-hop and would
    *   be dropped while the still-coded body went upstream as if it were plain.
    */
-  verdict(): ErrorCode | undefined {
-    if (this.contentLengths > 1) return 'MVP_ERR_BAD_FRAMING';
+  verdict(): AnsweredCode | undefined {
+    if (this.contentLengths > 1) return ErrorCode.MVP_ERR_BAD_FRAMING;
     if (this.transferEncodings === 0) return undefined;
-    if (this.contentLengths > 0) return 'MVP_ERR_BAD_FRAMING';
-    if (this.transferEncodings > 1 || !isChunked(this.teValue)) return 'MVP_ERR_UNSUPPORTED_TRANSFER_ENCODING';
+    if (this.contentLengths > 0) return ErrorCode.MVP_ERR_BAD_FRAMING;
+    if (this.transferEncodings > 1 || !isChunked(this.teValue)) return ErrorCode.MVP_ERR_UNSUPPORTED_TRANSFER_ENCODING;
     return undefined;
   }
 }
@@ -56,8 +56,8 @@ function isChunked(v: string): boolean {
  * first read (uWS: its build sends it itself before the handler) and the header is not forwarded
  * (upstream/headers.ts). Any other expectation gets 417 and the connection closes.
  */
-export function expectationRefusal(value: string): ErrorCode | undefined {
-  return value.trim().toLowerCase() === '100-continue' ? undefined : 'MVP_ERR_EXPECTATION_FAILED';
+export function expectationRefusal(value: string): AnsweredCode | undefined {
+  return value.trim().toLowerCase() === '100-continue' ? undefined : ErrorCode.MVP_ERR_EXPECTATION_FAILED;
 }
 
 /** A request's Content-Length as a number, or -1 when it is not 1*DIGIT (two of them are refused by FramingCheck). */

@@ -15,6 +15,7 @@ import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
 import { NodeExchange } from './node-http';
+import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
 import { answerStatus } from './answer';
@@ -150,8 +151,8 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     if (why === undefined) verdicts.set(sock, (why = peerVerdict(sock, allowed)));
     if (o.onUpgrade !== undefined && why === null) return o.onUpgrade(req, socket, head);
     socket.pause();
-    if (why !== null) return answerStatus(socket, 'MVP_ERR_PEER_UNAUTHORIZED', why);
-    answerStatus(socket, 'MVP_ERR_PEER_UPGRADE');
+    if (why !== null) return answerStatus(socket, ErrorCode.MVP_ERR_PEER_UNAUTHORIZED, why);
+    answerStatus(socket, ErrorCode.MVP_ERR_PEER_UPGRADE);
   });
   return start(server, o.host, o.port, state);
 }

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange, ListenerState, ResponseHead } from './exchange';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
-import type { ErrorCode } from '../api/errors';
+import type { AnsweredCode } from '../api/errors';
 import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
 
 /**
@@ -128,7 +128,7 @@ export class NodeExchange implements Exchange {
   clientClosed = false;
   readonly identity?: Identity;
   readonly identityRefusal?: string;
-  readonly refusal: ErrorCode | undefined;
+  readonly refusal: AnsweredCode | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, state: ListenerState, user: CertificateUser = null) {
     this.method = req.method ?? 'GET';

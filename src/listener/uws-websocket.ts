@@ -18,7 +18,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uwebsockets';
 import type { WebSocket as WsClient } from 'ws';
-import { errorResponse, type ErrorCode } from '../api/errors';
+import { ErrorCode, errorResponse, type AnsweredCode } from '../api/errors';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import type { ListenerState } from './exchange';
 import { isOriginForm } from './framing';
@@ -47,8 +47,16 @@ export interface BridgeCallbacks {
   /** The upstream answered without switching: relay this response, then close the client connection. */
   refuse(status: number, headers: string[], body: Buffer): void;
   /** No answer from the upstream (unreachable, TLS, timeout): mvproxy's own Status. */
-  fail(code: 'MVP_ERR_LOCAL_UNAVAILABLE' | 'MVP_ERR_UPSTREAM_TIMEOUT' | 'MVP_ERR_UPGRADE_FAILED' | 'MVP_ERR_UPGRADE_REFUSED' | 'MVP_ERR_BAD_REQUEST_TARGET'): void;
+  fail(code: DialFailure): void;
 }
+
+/** The codes a dialer fails with (api/errors.ts). */
+export type DialFailure =
+  | typeof ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE
+  | typeof ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT
+  | typeof ErrorCode.MVP_ERR_UPGRADE_FAILED
+  | typeof ErrorCode.MVP_ERR_UPGRADE_REFUSED
+  | typeof ErrorCode.MVP_ERR_BAD_REQUEST_TARGET;
 
 /** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
 export type WebSocketDialer = (req: WebSocketUpgradeRequest, cb: BridgeCallbacks) => () => void;
@@ -83,7 +91,7 @@ export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder)
         upgradeOne(holder, res, req, context);
       } catch {
         try {
-          answer(res, 'MVP_ERR_UPGRADE_REFUSED');
+          answer(res, ErrorCode.MVP_ERR_UPGRADE_REFUSED);
         } catch {
           res.close(); // already answered or gone
         }
@@ -176,14 +184,14 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
     aborted = true;
     abandon?.();
   });
-  if (dial === null) return answer(res, 'MVP_ERR_UPGRADE_UNSUPPORTED');
+  if (dial === null) return answer(res, ErrorCode.MVP_ERR_UPGRADE_UNSUPPORTED);
   const refused = certificateRefusal(user, headers);
-  if (refused !== undefined) return answer(res, 'MVP_ERR_CERTIFICATE_USER', refused);
-  if (holder.state.draining) return answer(res, 'MVP_ERR_SHUTTING_DOWN');
-  if (hasBody(headers)) return answer(res, 'MVP_ERR_UPGRADE_REFUSED', 'an upgrade request must not carry a body');
+  if (refused !== undefined) return answer(res, ErrorCode.MVP_ERR_CERTIFICATE_USER, refused);
+  if (holder.state.draining) return answer(res, ErrorCode.MVP_ERR_SHUTTING_DOWN);
+  if (hasBody(headers)) return answer(res, ErrorCode.MVP_ERR_UPGRADE_REFUSED, 'an upgrade request must not carry a body');
   // The dialer sends the target verbatim to the configured origin (upstream/websocket.ts); one that
   // is not origin-form is refused here first, as on any request (framing.ts isOriginForm).
-  if (!isOriginForm(upgrade.url)) return answer(res, 'MVP_ERR_BAD_REQUEST_TARGET');
+  if (!isOriginForm(upgrade.url)) return answer(res, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
   abandon = dial(upgrade, {
     accept(protocol, upstream) {
       if (aborted) return upstream.terminate();
@@ -207,7 +215,7 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
   });
 }
 
-function answer(res: HttpResponse, code: ErrorCode, message?: string): void {
+function answer(res: HttpResponse, code: AnsweredCode, message?: string): void {
   const r = errorResponse(code, message);
   res.cork(() => {
     res.writeStatus(`${r.status} ${STATUS_CODES[r.status] ?? 'Unknown'}`);

@@ -32,7 +32,7 @@ import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, ty
 import { CertificateUsers, certificateRefusal, isRefusal, type Identity } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
 import { X509Certificate } from 'node:crypto';
-import type { ErrorCode } from '../api/errors';
+import { codedError, ErrorCode, type AnsweredCode } from '../api/errors';
 import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
@@ -420,7 +420,7 @@ class UwsExchange implements Exchange {
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   upgrade = false;
-  readonly refusal: ErrorCode | undefined;
+  readonly refusal: AnsweredCode | undefined;
   readonly identity?: Identity;
   readonly identityRefusal?: string;
   /** Peer listener (listenPeerUWS): why this connection's certificate may not use it, or null. */
@@ -698,7 +698,7 @@ async function listenApps(uws: UWS, host: string, port: number, holder: Callback
     return new Promise((resolve, reject) => {
       app.listen(host, port, (sock: us_listen_socket | false) => {
         if (sock) resolve(sock);
-        else reject(Object.assign(new Error(`uWebSockets.js could not listen on ${host}:${port}`), { code: 'MVP_ERR_LISTEN' }));
+        else reject(codedError(ErrorCode.MVP_ERR_LISTEN, `uWebSockets.js could not listen on ${host}:${port}`));
       });
     });
   };

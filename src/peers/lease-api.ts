@@ -5,6 +5,7 @@
 // handling this needs to be explicit about.
 
 import type { Dispatcher } from 'undici';
+import { ErrorCode } from '../api/errors';
 
 export const LEASE_API_VERSION = 'coordination.k8s.io/v1';
 
@@ -39,7 +40,7 @@ export type WatchEvent = { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: Lease
 
 /** An apiserver answer other than success: the HTTP status and the Status reason. */
 export class APIStatusError extends Error {
-  readonly code = 'MVP_ERR_LEASE_API';
+  readonly code = ErrorCode.MVP_ERR_LEASE_API;
   constructor(readonly status: number, readonly reason: string, message: string) {
     super(message);
   }
@@ -47,7 +48,7 @@ export class APIStatusError extends Error {
 
 /** The watch's resourceVersion is older than the apiserver keeps (410 Expired/Gone): relist. */
 export class WatchExpiredError extends Error {
-  readonly code = 'MVP_ERR_WATCH_EXPIRED';
+  readonly code = ErrorCode.MVP_ERR_WATCH_EXPIRED;
 }
 
 export const isStatus = (e: unknown, status: number): boolean => e instanceof APIStatusError && e.status === status;

@@ -14,13 +14,14 @@
 // A peer in both lists takes the file's address.
 
 import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import { ErrorCode } from '../api/errors';
 import { checkStaticPeer } from '../config/values';
 import { WatchedFiles } from '../lifecycle/filewatch';
 import type { Logger } from '../telemetry/log';
 import type { Membership, PeerEndpoint } from './membership';
 
 export class PeersFileError extends Error {
-  readonly code = 'MVP_ERR_CONFIG';
+  readonly code = ErrorCode.MVP_ERR_CONFIG;
 }
 
 /** Parses a peers file. Throws PeersFileError naming the file and the entry. */

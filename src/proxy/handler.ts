@@ -15,6 +15,7 @@
 //   peer listener   → handlePeer():   always the local apiserver (one hop, never proxied again)
 
 import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../api/errors';
 import type { HealthChecks } from '../observability/healthz';
 import type { Exchange } from '../listener/exchange';
 import { isOriginForm } from '../listener/framing';
@@ -140,11 +141,11 @@ export class ProxyHandler {
     const own = (ex.method === 'GET' || ex.method === 'HEAD') && this.health ? this.health.evaluate(ex.path, ex.query) : undefined;
     if (own?.status === 500) return writeHealth(ex, own);
     // A health path passes to the local apiserver also while draining (its /livez stays meaningful).
-    if (this.o.lifecycle.draining && own === undefined) return writeStatus(ex, 'MVP_ERR_SHUTTING_DOWN');
+    if (this.o.lifecycle.draining && own === undefined) return writeStatus(ex, ErrorCode.MVP_ERR_SHUTTING_DOWN);
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
-    if (ex.identityRefusal !== undefined) return writeStatus(ex, 'MVP_ERR_CERTIFICATE_USER', ex.identityRefusal);
+    if (ex.identityRefusal !== undefined) return writeStatus(ex, ErrorCode.MVP_ERR_CERTIFICATE_USER, ex.identityRefusal);
     // Only origin-form targets (listener/framing.ts isOriginForm says why).
-    if (!isOriginForm(ex.path)) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
+    if (!isOriginForm(ex.path)) return writeStatus(ex, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
     const start = performance.now();
     const snap = this.o.snapshots.current;
     // Request.
@@ -179,7 +180,7 @@ export class ProxyHandler {
         // Counted as upstream does (peerproxy_handler.go WrapHandler): an endpoint_resolution error,
         // and no rerouted request, since nothing was proxied.
         this.o.metrics.peerProxyErrors.inc({ type: PROXY_ERROR_ENDPOINT_RESOLUTION, group: ri!.apiGroup, version: ri!.apiVersion, resource: ri!.resource });
-        return r.fail('MVP_ERR_PEER_NO_ENDPOINT', 'peer');
+        return r.fail(ErrorCode.MVP_ERR_PEER_NO_ENDPOINT, 'peer');
       case 'peer':
         return r.toPeers(d.peers, this.c.pickStart(d.peers.length), gvrOf(ri!));
     }
@@ -187,9 +188,9 @@ export class ProxyHandler {
 
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
-    if (this.o.lifecycle.draining) return writeStatus(ex, 'MVP_ERR_PEER_SHUTTING_DOWN');
+    if (this.o.lifecycle.draining) return writeStatus(ex, ErrorCode.MVP_ERR_PEER_SHUTTING_DOWN);
     if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
-    if (!isOriginForm(ex.path)) return writeStatus(ex, 'MVP_ERR_BAD_REQUEST_TARGET');
+    if (!isOriginForm(ex.path)) return writeStatus(ex, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
     const snap = this.o.snapshots.current;
     const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names, /* selectorName */ false);
     new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, snap, performance.now()).toLocal(true);
@@ -248,7 +249,7 @@ export class ProxyHandler {
       },
       (err: Error) => {
         this.heldBodies.give(length);
-        if (!ex.clientClosed) r.fail(err instanceof BodyTimeoutError ? 'MVP_ERR_REQUEST_BODY_TIMEOUT' : 'MVP_ERR_BAD_FRAMING', 'local');
+        if (!ex.clientClosed) r.fail(err instanceof BodyTimeoutError ? ErrorCode.MVP_ERR_REQUEST_BODY_TIMEOUT : ErrorCode.MVP_ERR_BAD_FRAMING, 'local');
       },
     );
   }

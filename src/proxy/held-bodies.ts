@@ -7,6 +7,7 @@
 // as an oversized body does.
 
 import type { Readable } from 'node:stream';
+import { ErrorCode } from '../api/errors';
 
 /** The largest request body kept whole to be sent again to a peer: Kubernetes objects written by controllers are a few KiB. */
 export const REPLAY_BODY_MAX = 1024 * 1024;
@@ -38,7 +39,7 @@ export class HeldBodyBudget {
 }
 
 export class BodyTimeoutError extends Error {
-  readonly code = 'MVP_ERR_REQUEST_BODY_TIMEOUT';
+  readonly code = ErrorCode.MVP_ERR_REQUEST_BODY_TIMEOUT;
   constructor(ms: number) {
     super(`the request body did not arrive within ${ms} ms`);
   }

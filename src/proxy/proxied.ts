@@ -26,7 +26,7 @@ import { isFailoverSafe, isSafeMethod, type HeldAnswer } from '../upstream/failo
 import type { IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
 import { NotSentHeader } from '../api/headers';
-import { ERRORS, type ErrorCode } from '../api/errors';
+import { ERRORS, ErrorCode, hasCode, type AnsweredCode } from '../api/errors';
 import { fdLimitMessage, isOutOfFileDescriptors, reportFdShortage } from '../api/fd-limit';
 import { writeHeld, writeStatus } from '../respond/write';
 import { UNLISTED, type Metrics, type Route } from '../telemetry/metrics';
@@ -309,7 +309,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       this.tried++; // no address in this snapshot (cannot happen for a decision made from it; kept as a guard)
     }
     this.rerouted(503);
-    this.fail('MVP_ERR_PEER_UNAVAILABLE', 'peer');
+    this.fail(ErrorCode.MVP_ERR_PEER_UNAVAILABLE, 'peer');
   }
 
   /**
@@ -399,7 +399,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       // byte: a quiet watch): a Status can still say what happened, instead of a bare close.
       this.c.log.info(2, 'upstream failed before any byte reached the client', { route: this.route, peer: this.peerID, err: errText(err), path: this.ex.path });
       if (this.route === 'peer') this.rerouted(503);
-      return this.fail(this.route === 'local' ? 'MVP_ERR_LOCAL_FAILED' : 'MVP_ERR_PEER_UNAVAILABLE', this.route);
+      return this.fail(this.route === 'local' ? ErrorCode.MVP_ERR_LOCAL_FAILED : ErrorCode.MVP_ERR_PEER_UNAVAILABLE, this.route);
     }
     if (gotHead) {
       // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
@@ -415,14 +415,14 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   private attemptFailed(err: Error & { code?: string }, notSent: boolean, bodyTouched: boolean): void {
     const c = this.c;
     const code = failureCode(err);
-    if (code === 'MVP_ERR_FD_LIMIT') return this.outOfFileDescriptors(err);
+    if (code === ErrorCode.MVP_ERR_FD_LIMIT) return this.outOfFileDescriptors(err);
     if (this.route === 'local') {
       c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
       c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
       // Refused before anything was sent: the apiserver is not serving; a peer takes this one.
       if (notSent) c.localHealth?.refused(errText(err));
       if (notSent && (!bodyTouched || this.body !== undefined) && this.mayFailOver && this.failOverToPeers('refused')) return;
-      return this.fail(code ?? (notSent ? 'MVP_ERR_LOCAL_UNAVAILABLE' : 'MVP_ERR_LOCAL_FAILED'), 'local');
+      return this.fail(code ?? (notSent ? ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE : ErrorCode.MVP_ERR_LOCAL_FAILED), 'local');
     }
     // Counted and logged against that peer. Not as apiserver_peer_proxy_errors_total{type="proxy_transport"}:
     // upstream counts that only when it cannot build the round tripper (peerproxy_handler.go); a
@@ -436,7 +436,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       this.tried++;
       return this.sendToCandidate();
     }
-    const answer = code ?? 'MVP_ERR_PEER_UNAVAILABLE';
+    const answer = code ?? ErrorCode.MVP_ERR_PEER_UNAVAILABLE;
     this.rerouted(ERRORS[answer].status);
     this.fail(answer, 'peer');
   }
@@ -450,7 +450,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   private outOfFileDescriptors(err: Error & { code?: string }): void {
     if (reportFdShortage('request')) this.c.log.info(0, 'out of file descriptors: new requests that need an upstream connection get a 503 until some are released (logged once per 10 s)', { err: errText(err), route: this.route, path: this.ex.path });
     if (this.route === 'peer') this.rerouted(ERRORS.MVP_ERR_FD_LIMIT.status);
-    this.fail('MVP_ERR_FD_LIMIT', this.route, fdLimitMessage(err));
+    this.fail(ErrorCode.MVP_ERR_FD_LIMIT, this.route, fdLimitMessage(err));
   }
 
   /** The held answer is complete (or cut): the decision it was held for. */
@@ -497,7 +497,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 
   /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
   private answerLocal404(): void {
-    if (this.local404 === undefined) return this.fail('MVP_ERR_LOCAL_UNAVAILABLE', 'local');
+    if (this.local404 === undefined) return this.fail(ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE, 'local');
     this.answerHeld(this.local404, 'local');
   }
 
@@ -520,7 +520,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     this.attempt?.abort();
     if (this.answer !== A_RELAYING || !this.ex.res.headersSent) {
       if (this.route === 'peer') this.rerouted(504);
-      return this.fail('MVP_ERR_UPSTREAM_TIMEOUT', this.route);
+      return this.fail(ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT, this.route);
     }
     if (this.longRunning) {
       // A watcher that did not read for SLOW_STREAM_MS: ended cleanly, as kube-apiserver's watch
@@ -548,7 +548,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     if (this.answer === A_RELAYING && this.ex.res.headersSent) {
       this.ex.res.end();
       this.done(this.route);
-    } else this.fail('MVP_ERR_SHUTTING_DOWN', this.route);
+    } else this.fail(ErrorCode.MVP_ERR_SHUTTING_DOWN, this.route);
   }
 
   private clientGone(): void {
@@ -580,7 +580,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   }
 
   /** Answers with the error's metav1.Status. */
-  fail(code: ErrorCode, route: Route, message?: string): void {
+  fail(code: AnsweredCode, route: Route, message?: string): void {
     this.settle();
     if (this.ex.clientClosed) return;
     writeStatus(this.ex, code, message);
@@ -685,9 +685,9 @@ function heldNotSent(held: HeldAnswer): boolean {
 }
 
 /** The Status for a failure that has its own: an answer that broke framing (502), no file descriptor for a connection (503). Else the caller's by route. */
-function failureCode(err: Error & { code?: string }): ErrorCode | undefined {
-  if (err.code === 'MVP_ERR_UPSTREAM_PROTOCOL') return 'MVP_ERR_UPSTREAM_PROTOCOL';
-  return isOutOfFileDescriptors(err) ? 'MVP_ERR_FD_LIMIT' : undefined;
+function failureCode(err: Error & { code?: string }): AnsweredCode | undefined {
+  if (hasCode(err, ErrorCode.MVP_ERR_UPSTREAM_PROTOCOL)) return ErrorCode.MVP_ERR_UPSTREAM_PROTOCOL;
+  return isOutOfFileDescriptors(err) ? ErrorCode.MVP_ERR_FD_LIMIT : undefined;
 }
 
 function errText(err: Error & { code?: string }): string {

@@ -26,6 +26,7 @@ import { compareByteOrder, equalFoldLower, toLowerIs } from '../gocompat/strings
 import { MAX_QUERY_PARAMS, QueryValues } from '../gocompat/query';
 import { Literal, Names } from './names';
 import { unescape } from '../gocompat/url';
+import { ErrorCode } from '../api/errors';
 
 export interface RequestInfo {
   isResourceRequest: boolean;
@@ -56,18 +57,18 @@ export interface RequestInfo {
  *   WithRequestInfo filter answers 500 (responsewriters.InternalError).
  */
 export class RequestInfoError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
     super(message);
     this.name = 'RequestInfoError';
     this.code = code;
   }
 }
 
-const CODE_INVALID_ESCAPE = 'MVP_ERR_REQUESTINFO_INVALID_ESCAPE';
-const CODE_CONTROL_CHARACTER = 'MVP_ERR_REQUESTINFO_CONTROL_CHARACTER';
-const CODE_WATCH_PATH = 'MVP_ERR_REQUESTINFO_WATCH_PATH';
-const CODE_PROXY_PATH = 'MVP_ERR_REQUESTINFO_PROXY_PATH';
+const CODE_INVALID_ESCAPE = ErrorCode.MVP_ERR_REQUESTINFO_INVALID_ESCAPE;
+const CODE_CONTROL_CHARACTER = ErrorCode.MVP_ERR_REQUESTINFO_CONTROL_CHARACTER;
+const CODE_WATCH_PATH = ErrorCode.MVP_ERR_REQUESTINFO_WATCH_PATH;
+const CODE_PROXY_PATH = ErrorCode.MVP_ERR_REQUESTINFO_PROXY_PATH;
 
 const SLASH = 0x2f;
 const PERCENT = 0x25;

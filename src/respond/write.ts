@@ -3,13 +3,13 @@
 // proxied upstream answers streams through upstream/h1/attempt.ts instead.
 
 import type { Exchange } from '../listener/exchange';
-import { errorResponse, type ErrorCode } from '../api/errors';
+import { errorResponse, type AnsweredCode } from '../api/errors';
 import { STATUS_CONTENT_TYPE } from '../api/status';
 import type { HealthResponse } from '../observability/healthz';
 import type { HeldAnswer } from '../upstream/failover';
 
 /** Writes one of mvproxy's own errors as a metav1.Status. */
-export function writeStatus(ex: Exchange, code: ErrorCode, message?: string): void {
+export function writeStatus(ex: Exchange, code: AnsweredCode, message?: string): void {
   const { status, headers, body } = errorResponse(code, message, ex.method);
   // Answered before the request body was read whole (the upstream died mid-upload): the front end
   // closes the connection after this response (ClientResponse contract).

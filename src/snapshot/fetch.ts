@@ -7,6 +7,7 @@
 // Fetching is the snapshot publisher's job, not the discovery serving stage's.
 
 import type { Dispatcher } from 'undici';
+import { ErrorCode } from '../api/errors';
 import { PeerProxiedHeader } from '../api/headers';
 import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, routingView, type RoutingView } from '../aggregation/decode';
 import { DiscoveryFetchError } from '../aggregation/errors';
@@ -59,7 +60,7 @@ export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' 
     res = await upstream.request({ path, method: 'GET', headers, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs });
   } catch (e) {
     const err = e as Error & { code?: string };
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_TRANSPORT', `GET ${path}: ${err.code ? err.code + ': ' : ''}${err.message}`);
+    throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_TRANSPORT, `GET ${path}: ${err.code ? err.code + ': ' : ''}${err.message}`);
   }
   if (res.statusCode === 304 && o.previous) {
     await res.body.dump();
@@ -67,12 +68,12 @@ export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' 
   }
   if (res.statusCode !== 200) {
     await res.body.dump().catch(() => undefined); // at most undici's dump limit (128 KiB), then the connection is closed
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_STATUS', `GET ${path}: status ${res.statusCode}`, res.statusCode);
+    throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_STATUS, `GET ${path}: status ${res.statusCode}`, res.statusCode);
   }
   const ct = String(res.headers['content-type'] ?? '');
   if (!ct.includes('as=APIGroupDiscoveryList') || !ct.includes('g=apidiscovery.k8s.io')) {
     await res.body.dump().catch(() => undefined);
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_NOT_AGGREGATED', `GET ${path}: the server did not answer with aggregated discovery (content-type ${JSON.stringify(ct)})`);
+    throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_NOT_AGGREGATED, `GET ${path}: the server did not answer with aggregated discovery (content-type ${JSON.stringify(ct)})`);
   }
   const body = await readCapped(res, path, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
   const { routes, raw, digest } = o.decode ? await o.decode(body, `GET ${path}`) : inlineDecode(body, `GET ${path}`, o.maxBytes ?? MAX_DISCOVERY_BODY_BYTES);
@@ -92,7 +93,7 @@ function inlineDecode(body: Buffer, what: string, maxBytes: number): { routes: R
  * ~9 ms); the result is a Buffer over an ArrayBuffer of its own, which the decoder may take over.
  */
 async function readCapped(res: Dispatcher.ResponseData, path: string, max: number): Promise<Buffer> {
-  const tooLarge = (n: string) => new DiscoveryFetchError('MVP_ERR_DISCOVERY_TOO_LARGE', `GET ${path}: body of ${n} bytes, more than the ${max}-byte limit`);
+  const tooLarge = (n: string) => new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_TOO_LARGE, `GET ${path}: body of ${n} bytes, more than the ${max}-byte limit`);
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > max) {
     res.body.destroy();
@@ -112,7 +113,7 @@ async function readCapped(res: Dispatcher.ResponseData, path: string, max: numbe
   } catch (e) {
     if (e instanceof DiscoveryFetchError) throw e;
     const err = e as Error & { code?: string };
-    throw new DiscoveryFetchError('MVP_ERR_DISCOVERY_TRANSPORT', `GET ${path}: reading the body: ${err.code ? err.code + ': ' : ''}${err.message}`);
+    throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_TRANSPORT, `GET ${path}: reading the body: ${err.code ? err.code + ': ' : ''}${err.message}`);
   }
   return Buffer.from(await copyToArrayBufferSliced(chunks));
 }

@@ -6,6 +6,7 @@
 // peer that changes its API set is seen within one interval, and an unchanged one costs a 304.
 
 import type { Dispatcher } from 'undici';
+import { ErrorCode, hasCode } from '../api/errors';
 import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
 import { DiscoveryFetchError } from '../aggregation/errors';
 import type { PeerEndpoint } from '../peers/membership';
@@ -283,7 +284,7 @@ export class SnapshotPublisher {
    * otherwise and keeps sending it (its last good view stays for the grace period).
    */
   private refused(peer: PeerEndpoint, e: unknown): void {
-    const limit = e instanceof DiscoveryLimitError ? e.limit : e instanceof DiscoveryFetchError && e.code === 'MVP_ERR_DISCOVERY_TOO_LARGE' ? 'bytes' : undefined;
+    const limit = e instanceof DiscoveryLimitError ? e.limit : e instanceof DiscoveryFetchError && hasCode(e, ErrorCode.MVP_ERR_DISCOVERY_TOO_LARGE) ? 'bytes' : undefined;
     if (limit === undefined) return;
     this.o.metrics.peerDiscoveryRefused.inc({ limit: REFUSED_LIMIT_LABEL[limit] });
     this.o.log.info(0, "peer discovery document refused: over a bound of what one peer may list; keeping the peer's last good view", { peer: peer.id, address: peer.address, limit: REFUSED_LIMIT_LABEL[limit], err: (e as Error).message });
@@ -424,5 +425,5 @@ const MERGE_WAIT_MS = 5_000;
 /** The HTTP status behind a failed discovery fetch: the server's answer, or 503 when there was none (upstream's proxy responder). */
 function answeredStatus(e: unknown): number {
   if (!(e instanceof DiscoveryFetchError)) return 503;
-  return e.status ?? (e.code === 'MVP_ERR_DISCOVERY_TRANSPORT' ? 503 : 200);
+  return e.status ?? (hasCode(e, ErrorCode.MVP_ERR_DISCOVERY_TRANSPORT) ? 503 : 200);
 }

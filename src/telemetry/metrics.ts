@@ -6,6 +6,7 @@
 // HELP starts with [ALPHA] as component-base does.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type HistogramConfiguration, type LabelValues } from 'prom-client';
+import { ErrorCode } from '../api/errors';
 import { readOpenFilesLimit } from '../api/fd-limit';
 
 /** kube-apiserver's request latency buckets (pkg/endpoints/metrics requestLatencies), seconds. */
@@ -263,7 +264,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'mvproxy_open_files_limit',
-      help: '[ALPHA] RLIMIT_NOFILE of the mvproxy process, soft (enforced; Node.js raises it to the hard limit at start) and hard (-1: unlimited); at the soft limit new requests that need an upstream connection get a 503 (MVP_ERR_FD_LIMIT). process_open_fds is the use',
+      help: `[ALPHA] RLIMIT_NOFILE of the mvproxy process, soft (enforced; Node.js raises it to the hard limit at start) and hard (-1: unlimited); at the soft limit new requests that need an upstream connection get a 503 (${ErrorCode.MVP_ERR_FD_LIMIT}). process_open_fds is the use`,
       labelNames: ['limit'],
       registers,
       collect() {

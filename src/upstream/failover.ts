@@ -1,6 +1,7 @@
 // Whether a failed attempt may be sent again elsewhere (proxy/proxied.ts decides with these), and
 // the errors the request path gives an attempt that it ends itself.
 
+import { ErrorCode, hasCode } from '../api/errors';
 import type { ResponseHead } from '../listener/exchange';
 
 /**
@@ -9,13 +10,13 @@ import type { ResponseHead } from '../listener/exchange';
  * the server may have run the request.
  */
 export function isNotSent(err: Error & { code?: string }): boolean {
+  if (hasCode(err, ErrorCode.MVP_ERR_CONNECT_TIMEOUT)) return true;
   switch (err.code) {
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-    case 'MVP_ERR_CONNECT_TIMEOUT':
       return true;
     default:
       // TLS verification failures carry OpenSSL-style codes: the handshake never completed.
@@ -40,10 +41,10 @@ export function isSafeMethod(method: string): boolean {
 export function isFailoverSafe(err: Error & { code?: string }, notSent: boolean, method: string, bodyTouched: boolean): boolean {
   if (bodyTouched) return false;
   if (notSent || isNotSent(err)) return true;
+  if (hasCode(err, ErrorCode.MVP_ERR_PEER_DOWN)) return isSafeMethod(method);
   switch (err.code) {
     case 'ECONNRESET':
     case 'EPIPE':
-    case 'MVP_ERR_PEER_DOWN':
       return isSafeMethod(method);
     default:
       return false;
@@ -59,7 +60,7 @@ export interface HeldAnswer {
 
 /** The peer failed its health probe while this request waited for its answer (proxy/inflight.ts abandonPeer). */
 export class PeerDownError extends Error {
-  readonly code = 'MVP_ERR_PEER_DOWN';
+  readonly code = ErrorCode.MVP_ERR_PEER_DOWN;
   constructor(why: string) {
     super(`the peer stopped answering while the request waited: ${why}`);
   }

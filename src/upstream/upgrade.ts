@@ -22,6 +22,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { carriesIdentity, forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
+import { ErrorCode } from '../api/errors';
 import type { Identity } from '../api/identity';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../telemetry/log';
@@ -94,14 +95,14 @@ export function upgradeRefusal(req: http.IncomingMessage): string | undefined {
 export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientHead: Buffer, o: UpgradeOptions): void {
   o.tunnels.add(client);
   client.on('error', () => undefined);
-  if (o.draining) return answerStatus(client, 'MVP_ERR_SHUTTING_DOWN');
+  if (o.draining) return answerStatus(client, ErrorCode.MVP_ERR_SHUTTING_DOWN);
   // The tunnel dials the configured origin and sends the target verbatim (path: req.url); a target
   // that is not origin-form is refused as on any request (listener/framing.ts isOriginForm).
-  if (!isOriginForm(req.url ?? '')) return answerStatus(client, 'MVP_ERR_BAD_REQUEST_TARGET');
+  if (!isOriginForm(req.url ?? '')) return answerStatus(client, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
   const refused = upgradeRefusal(req);
   if (refused !== undefined) {
     o.log.info(2, 'upgrade refused', { path: req.url, reason: refused });
-    return answerStatus(client, 'MVP_ERR_UPGRADE_REFUSED', refused);
+    return answerStatus(client, ErrorCode.MVP_ERR_UPGRADE_REFUSED, refused);
   }
   // Nothing the client sends from here on is read until the upstream has switched protocols.
   client.pause();
@@ -130,7 +131,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
     if (settled) return;
     settled = true;
     upReq.destroy();
-    answerStatus(client, 'MVP_ERR_UPSTREAM_TIMEOUT');
+    answerStatus(client, ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT);
   }, o.headTimeoutMs);
   const settle = (): boolean => {
     if (settled) return false;
@@ -186,7 +187,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
       return;
     }
     o.log.info(2, 'upgrade request to the local apiserver failed', { err: err.message, path: req.url });
-    answerStatus(client, 'MVP_ERR_LOCAL_UNAVAILABLE');
+    answerStatus(client, ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE);
   });
   upReq.end();
 }

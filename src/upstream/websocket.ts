@@ -15,6 +15,7 @@
 
 import { WebSocket as WsClient } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
+import { ErrorCode } from '../api/errors';
 import { forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
 import type { TLSFiles } from './pools';
 import { isOriginForm } from '../listener/framing';
@@ -88,7 +89,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
   let chosen = '';
   const url = upstreamWebSocketURL(origin, req.url);
   if (url === undefined) {
-    queueMicrotask(() => cb.fail('MVP_ERR_BAD_REQUEST_TARGET'));
+    queueMicrotask(() => cb.fail(ErrorCode.MVP_ERR_BAD_REQUEST_TARGET));
     return () => undefined;
   }
   let settled = false;
@@ -108,7 +109,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
   } catch {
     // Nothing a client sends may throw out of the request path (an invalid URL, a header value
     // node:http refuses): the client gets a Status, the daemon keeps running.
-    queueMicrotask(() => cb.fail('MVP_ERR_UPGRADE_REFUSED'));
+    queueMicrotask(() => cb.fail(ErrorCode.MVP_ERR_UPGRADE_REFUSED));
     return () => undefined;
   }
   // ws checks the 101 right after this event: it must see no sub-protocol (none was passed to it),
@@ -120,7 +121,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
     if (!protocols.includes(p)) {
       settled = true;
       upstream.terminate();
-      cb.fail('MVP_ERR_UPGRADE_FAILED');
+      cb.fail(ErrorCode.MVP_ERR_UPGRADE_FAILED);
       return;
     }
     chosen = p;
@@ -148,7 +149,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
       const head = responseHeadFrom(res.rawHeaders);
       cb.refuse(res.statusCode ?? 502, head.headers, Buffer.concat(chunks));
     });
-    res.on('error', () => cb.fail('MVP_ERR_LOCAL_UNAVAILABLE'));
+    res.on('error', () => cb.fail(ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE));
   });
   upstream.on('error', (err: Error) => {
     if (settled) return;
@@ -156,7 +157,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
     // ws reports a bad 101 (wrong Sec-WebSocket-Accept, a sub-protocol not offered) as an Error
     // whose message names it; a socket error carries a code (ECONNREFUSED, a TLS failure).
     const code = (err as Error & { code?: string }).code;
-    cb.fail(/timed out/i.test(err.message) ? 'MVP_ERR_UPSTREAM_TIMEOUT' : code === undefined || code.startsWith('WS_ERR') ? 'MVP_ERR_UPGRADE_FAILED' : 'MVP_ERR_LOCAL_UNAVAILABLE');
+    cb.fail(/timed out/i.test(err.message) ? ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT : code === undefined || code.startsWith('WS_ERR') ? ErrorCode.MVP_ERR_UPGRADE_FAILED : ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE);
   });
   return () => {
     settled = true;

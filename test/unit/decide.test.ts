@@ -47,7 +47,7 @@ const peerOnly = { apiGroup: 'lifecycle.k8s.io', apiVersion: 'v1alpha1', resourc
 const both = { apiGroup: 'apps', apiVersion: 'v1', resource: 'deployments' };
 
 const cases: { desc: string; info: RequestInfo | RequestInfoError; header?: string; table: RouteTable; want: unknown }[] = [
-  { desc: 'RequestInfo error → local', info: new RequestInfoError('MVP_ERR_TEST', 'x'), table, want: { kind: 'local', reason: 'requestInfoError' } },
+  { desc: 'RequestInfo error → local', info: new RequestInfoError('MVP_ERR_REQUESTINFO_WATCH_PATH', 'x'), table, want: { kind: 'local', reason: 'requestInfoError' } },
   { desc: 'non-resource (/apis) → local', info: ri({ isResourceRequest: false, path: '/apis' }), table, want: { kind: 'local', reason: 'nonResource' } },
   { desc: 'non-resource wins over the peer-proxied header', info: ri({ isResourceRequest: false }), header: 'true', table, want: { kind: 'local', reason: 'nonResource' } },
   { desc: 'peer-proxied true, peer-only GVR → local (one hop)', info: ri(peerOnly), header: 'true', table, want: { kind: 'local', reason: 'peerProxied' } },

@@ -11,6 +11,7 @@
 import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../../api/errors';
 import { ResponseParser } from './response-parser';
 import type { TLSFiles } from '../tls-files';
 import { H2Origin } from '../h2/origin';
@@ -48,7 +49,7 @@ export interface ConnectionUser {
 }
 
 export class ConnectTimeoutError extends Error {
-  readonly code = 'MVP_ERR_CONNECT_TIMEOUT';
+  readonly code = ErrorCode.MVP_ERR_CONNECT_TIMEOUT;
   constructor(origin: string, ms: number) {
     super(`connecting to ${origin} took longer than ${ms} ms`);
   }

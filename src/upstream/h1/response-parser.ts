@@ -20,6 +20,7 @@
 // write an interim answer). test/unit/response-parser.test.ts compares every decision with
 // Node's own llhttp on generated and mutated byte streams.
 
+import { ErrorCode } from '../../api/errors';
 import type { RawResponseHead, ResponseHead } from '../../listener/exchange';
 
 /** The longest response head accepted (status line, fields, final CRLF): kube-apiserver's are < 1 KiB; llhttp's default is 16 KiB. */
@@ -33,7 +34,7 @@ const MAX_INFORMATIONAL = 5;
 const MAX_CHUNK_SIZE_DIGITS = 13;
 
 export class ParseError extends Error {
-  readonly code = 'MVP_ERR_UPSTREAM_PROTOCOL';
+  readonly code = ErrorCode.MVP_ERR_UPSTREAM_PROTOCOL;
 }
 
 /** RFC 9110 tchar, as a lookup table. */

@@ -12,6 +12,7 @@
 
 import { constants, type ClientHttp2Stream } from 'node:http2';
 import { performance } from 'node:perf_hooks';
+import { codedError, ErrorCode } from '../../api/errors';
 import { NotSentHeader } from '../../api/headers';
 import type { Attempt, AttemptHead, AttemptReport } from '../h1/attempt';
 import type { H2Origin, H2Session } from './origin';
@@ -142,7 +143,8 @@ export class H2Attempt implements Attempt {
       this.done = true;
       // REFUSED_STREAM: the server did not process it (RFC 9113 §8.7), so it may go elsewhere.
       const refused = stream.rstCode === constants.NGHTTP2_REFUSED_STREAM;
-      const err = Object.assign(new Error(`the upstream HTTP/2 stream closed (code ${stream.rstCode})`), { code: refused ? 'MVP_ERR_STREAM_REFUSED' : 'ECONNRESET' });
+      const why = `the upstream HTTP/2 stream closed (code ${stream.rstCode})`;
+      const err = refused ? codedError(ErrorCode.MVP_ERR_STREAM_REFUSED, why) : Object.assign(new Error(why), { code: 'ECONNRESET' });
       this.report.upstreamFailed(err, refused && !this.gotHead, this.gotHead);
     });
   }

@@ -17,6 +17,7 @@
 import http2, { type ClientHttp2Session } from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
+import { codedError, ErrorCode } from '../../api/errors';
 import type { TLSFiles } from '../tls-files';
 
 /** Streams per session at most, whatever the server allows (Go's default is 250, kube-apiserver's configurable). */
@@ -142,7 +143,7 @@ export class H2Origin {
       return this.settle(null, e as Error);
     }
     socket.on('session', (t: Buffer) => (this.tlsSession = t));
-    const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`connecting to ${o.authority} took longer than ${o.connectTimeoutMs} ms`), { code: 'MVP_ERR_CONNECT_TIMEOUT' })), o.connectTimeoutMs);
+    const timer = setTimeout(() => socket.destroy(codedError(ErrorCode.MVP_ERR_CONNECT_TIMEOUT, `connecting to ${o.authority} took longer than ${o.connectTimeoutMs} ms`)), o.connectTimeoutMs);
     const failed = (e: Error) => {
       clearTimeout(timer);
       this.opening = false;
