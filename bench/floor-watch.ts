@@ -9,6 +9,10 @@
 // front end (`uwsfloor-local`), on the Node that loads uWS.
 //
 //   node --import tsx bench/floor-watch.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY [uws]
+//
+// FLOOR_H2=mvproxy: HTTP/2 settings as mvproxy's (up to 250 streams a session in front and behind,
+// 256 KiB stream and 1 GiB session windows upstream, src/upstream/h2/origin.ts) instead of node's
+// defaults (100 a session behind here), to tell the settings' share of a difference from the code's.
 
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
@@ -19,7 +23,8 @@ if (!servingKey) {
   process.exit(2);
 }
 const tls = { ca: readFileSync(caFile!), cert: readFileSync(certFile!), key: readFileSync(keyFile!) };
-const STREAMS_PER_SESSION = 100;
+const LIKE_MVPROXY = process.env.FLOOR_H2 === 'mvproxy';
+const STREAMS_PER_SESSION = LIKE_MVPROXY ? 250 : 100;
 
 interface Session {
   s: http2.ClientHttp2Session;
@@ -29,7 +34,8 @@ const sessions: Session[] = [];
 
 function session(): Session {
   for (const x of sessions) if (x.streams < STREAMS_PER_SESSION && !x.s.closed && !x.s.destroyed) return x;
-  const x: Session = { s: http2.connect(upstream!, tls), streams: 0 };
+  const x: Session = { s: http2.connect(upstream!, LIKE_MVPROXY ? { ...tls, settings: { enablePush: false, initialWindowSize: 256 * 1024 }, maxSessionMemory: 64 } : tls), streams: 0 };
+  if (LIKE_MVPROXY) x.s.once('remoteSettings', () => x.s.setLocalWindowSize(1 << 30));
   x.s.on('error', () => undefined);
   x.s.on('close', () => sessions.splice(sessions.indexOf(x), 1));
   sessions.push(x);
@@ -40,7 +46,7 @@ const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-e
 
 if (front === 'uws') serveUWS();
 else {
-  const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true }, (req, res) => {
+  const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true, ...(LIKE_MVPROXY ? { settings: { maxConcurrentStreams: 250 } } : {}) }, (req, res) => {
     const x = session();
     x.streams++;
     const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.url };

@@ -161,13 +161,16 @@ export async function startDaemon(config: DaemonConfig, deps: DaemonDeps = {}): 
     ? new Peering({ config, local: ownLocal, peerPools, peerIdentityHeaders, metrics, log, onMembershipChange: (peers) => { addPeerChecks(peers); void publisher.refresh(); }, onReachabilityChange: () => peerReachabilityChanged() })
     : undefined;
   peering?.load();
-  // A peer out of routing (its probe failed): republish, and requests still waiting on it fail now
-  // (503 or failover) rather than at --request-timeout; a stalled peer never closes its connections.
+  // A peer out of routing (its probe failed): republish; requests still waiting on a peer that stopped
+  // answering fail now (503 or failover) rather than at --request-timeout: a stalled peer never closes
+  // its connections. Not on a peer that answered its probe with a status (its apiserver restarting):
+  // it answers what it took, and cutting a create there made a 503 of a request that may have run
+  // (npm run upgrade-scenario, SIGKILL: one ClusterTrustBundle create per run).
   const peerReachabilityChanged = () => {
     publisher.republish();
     if (!peering) return;
     for (const p of peering.peers()) {
-      if (!peering.reachable(p.id)) handler.inflight.abandonPeer(p.address, peering.problem(p.id) ?? 'unreachable');
+      if (peering.unresponsive(p.id)) handler.inflight.abandonPeer(p.address, peering.problem(p.id) ?? 'unreachable');
     }
   };
   const publisher = new SnapshotPublisher({

@@ -50,6 +50,8 @@ interface State {
   address: string;
   /** Why the last probe failed. */
   why?: string;
+  /** The last probe got an HTTP answer (any status): the peer mvproxy itself is alive and answering. */
+  answered?: boolean;
   probing: boolean;
   /** The quick re-probe of a down peer, when one is scheduled. */
   retry?: NodeJS.Timeout;
@@ -94,6 +96,17 @@ export class PeerHealth {
     return this.state.get(id)?.up;
   }
 
+  /**
+   * The last probe failed without any HTTP answer (refused, TLS, timeout): the peer mvproxy itself
+   * may be stalled, so requests waiting on it will not be answered. A probe answered with a status
+   * (its apiserver not ready: 403 or 500 while it starts, 503 while it stops) says the peer mvproxy
+   * answers; what it already took it will answer too.
+   */
+  unresponsive(id: string): boolean {
+    const s = this.state.get(id);
+    return s?.up === false && s.answered !== true;
+  }
+
   /** Why the last probe failed, if it did. */
   problem(id: string): string | undefined {
     const s = this.state.get(id);
@@ -122,6 +135,7 @@ export class PeerHealth {
     if (s.probing || this.stopped) return;
     s.probing = true;
     let why: string | undefined;
+    let answered = false;
     let noVerdict = false;
     try {
       const res = await this.o.pools.get(p.address).request({
@@ -132,6 +146,7 @@ export class PeerHealth {
         bodyTimeout: this.timeoutMs,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
+      answered = true;
       await res.body.dump();
       if (res.statusCode !== 200) why = `GET ${PROBE_PATH}: status ${res.statusCode}`;
     } catch (e) {
@@ -150,6 +165,7 @@ export class PeerHealth {
     const was = s.up;
     s.up = up;
     s.why = why;
+    s.answered = answered;
     this.o.metrics.peersUp.set({ peer: p.id }, up ? 1 : 0);
     if (!up && !s.retry) {
       const st = s;

@@ -103,6 +103,15 @@ export class Peering {
     return (this.membership?.live(id) ?? true) && (this.health?.reachable(id) ?? true);
   }
 
+  /**
+   * Requests waiting on the peer will not be answered: its identity Lease expired, or its probe got
+   * no HTTP answer at all (PeerHealth.unresponsive). Those are failed at once (daemon); a peer whose
+   * probe got an answer is only taken out of routing.
+   */
+  unresponsive(id: string): boolean {
+    return (this.membership !== undefined && !this.membership.live(id)) || (this.health?.unresponsive(id) ?? false);
+  }
+
   /** Why the peer is not routed to, if it is not (the /readyz informational check). */
   problem(id: string): string | undefined {
     if (this.membership && !this.membership.live(id)) return `the identity lease of peer ${id} expired`;

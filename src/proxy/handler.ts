@@ -193,7 +193,13 @@ export class ProxyHandler {
     if (!isOriginForm(ex.path)) return writeStatus(ex, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
     const snap = this.o.snapshots.current;
     const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names, /* selectorName */ false);
-    new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, snap, performance.now()).toLocal(true);
+    const r = new ProxiedRequest(this.c, ex, info instanceof Error ? undefined : info, snap, performance.now());
+    // The local apiserver is down (refused, or its /readyz unreachable): the source's request is not
+    // sent to it but answered "not sent" at once, so the source may ask another peer or give its own
+    // local 404 (issue 30: routed away before sending). A restarting apiserver accepts connections
+    // before it serves; a create sent there ran or not, nobody could say.
+    if (this.localFailover && snap.local === 'down') return r.fail('MVP_ERR_LOCAL_UNAVAILABLE', 'local', 'the local kube-apiserver is down (its last probe); the request was not sent');
+    r.toLocal(true);
   }
 
   /**

@@ -3,6 +3,7 @@
 // member's apiserver is stopped (as in a restart: connections refused) and started again.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { DEFAULT_FRONTEND, FRONTENDS } from '../support/frontends';
 import { findKubectl, kubectl } from '../support/kubectl';
 import { sendRaw } from '../support/lenient-upstream';
@@ -86,6 +87,41 @@ for (const failover of [true, false]) {
 // a new one while it is not serving goes to a peer (its peer listener tunnels it to its apiserver),
 // decided before anything is sent, so it runs once; one hop.
 const k133 = findKubectl(33);
+describe(`a peer whose apiserver is down answers "not sent" at once (${DEFAULT_FRONTEND} front end, --local-failover)`, () => {
+  let plane: Plane & { tmp: string };
+  let hanging: net.Server | undefined;
+  const reached: string[] = [];
+  before(async () => {
+    // No peer probe during the test: the peer stays in routing, as in the seconds before a probe
+    // notices its apiserver went (npm run upgrade-scenario, SIGKILL).
+    plane = await twoVersionPlane(DEFAULT_FRONTEND, { configure: (c) => Object.assign(c, { connectTimeoutMs: 1000, discoveryRefreshIntervalMs: 60_000, peerProbeIntervalMs: 60_000, localFailover: true }) });
+  });
+  after(async () => {
+    await plane?.close();
+    await new Promise((r) => (hanging ? hanging.close(r) : r(undefined)));
+  });
+
+  test('a create asked of it after the local 404 is never sent to its restarting apiserver: the client gets the local 404, not a 503 for a create that may have run', async () => {
+    const old = plane.member(OLD);
+    const port = old.sim.port;
+    await old.sim.close();
+    // Refused once: the member sees its apiserver down; then a "restarting" apiserver on its port
+    // accepts connections and never answers (as kube-apiserver before it serves).
+    await call(old.url, CM, { headers: AUTH });
+    const state = async () => (await (await fetch(old.metricsUrl)).text()).match(/^mvproxy_local_apiserver_state\{state="(\w+)"\} 1$/m)?.[1];
+    await eventually(async () => (await state()) === 'down', { what: 'the local apiserver seen down', timeoutMs: 3000 });
+    hanging = net.createServer((sock) => sock.on('data', (d) => reached.push(d.toString('latin1').split('\r\n')[0]!)));
+    await new Promise<void>((r) => hanging!.listen(port, '127.0.0.1', r));
+    const t0 = performance.now();
+    const created = await call(plane.member(NEW).url, '/apis/nowhere.example.com/v1/things', { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"apiVersion":"nowhere.example.com/v1","kind":"Thing","metadata":{"name":"t"}}' });
+    assert.equal(created.status, 404, created.text);
+    assert.equal(created.headers['x-sim-server'], NEW, "the asking member's own 404");
+    assert.ok(performance.now() - t0 < 5000, 'answered at once, not after a timeout');
+    assert.ok((await state()) === 'down', 'still down: the restarting apiserver does not answer its /readyz');
+    assert.deepEqual(reached.filter((l) => l.includes('nowhere')), [], 'nothing of the create reached the restarting apiserver');
+  });
+});
+
 for (const frontend of FRONTENDS) {
   describe(`a new kubectl exec while the local apiserver is down (${frontend} front end, --local-failover)`, () => {
     let plane: Plane & { tmp: string };
