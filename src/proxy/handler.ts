@@ -198,7 +198,7 @@ export class ProxyHandler {
     // sent to it but answered "not sent" at once, so the source may ask another peer or give its own
     // local 404 (issue 30: routed away before sending). A restarting apiserver accepts connections
     // before it serves; a create sent there ran or not, nobody could say.
-    if (this.localFailover && snap.local === 'down') return r.fail('MVP_ERR_LOCAL_UNAVAILABLE', 'local', 'the local kube-apiserver is down (its last probe); the request was not sent');
+    if (this.localFailover && snap.local === 'down') return r.fail(ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE, 'local', 'the local kube-apiserver is down (its last probe); the request was not sent');
     r.toLocal(true);
   }
 
