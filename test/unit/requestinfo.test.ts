@@ -508,7 +508,7 @@ test('selectorName false (the proxy): no name from the fieldSelector, the same v
     ['/api/v1/pods?limit=5&%57atch=1', 'list'], // %57 is 'W': keys are case-sensitive
     ['/api/v1/pods?watch;=1&watch=', 'watch'],
     ['/api/v1/pods?limit=500', 'list'],
-    // read from the query's bytes (plainWatchVerb): the first pair keyed "watch" decides
+    // read from the query's bytes (TargetBytes.plainWatchValue): the first pair keyed "watch" decides
     ['/api/v1/pods?resourceVersion=5&watch=true&watch=false', 'watch'],
     ['/api/v1/pods?watch=FaLsE&watch=1', 'list'],
     ['/api/v1/pods?watch=0', 'list'],
