@@ -7,7 +7,7 @@
 //
 // The limit: Node.js raises the soft RLIMIT_NOFILE to the hard one at start (node.cc, as Go's
 // runtime does since 1.19 for kube-apiserver), so what a process gets is its hard limit; it is read
-// from /proc/self/limits once at start (daemon.ts logs it) and again at each scrape (metrics.ts):
+// from /proc/self/limits once at start (daemon/index.ts logs it) and again at each scrape (metrics.ts):
 // at EMFILE nothing can be opened, so the message uses the value read before.
 
 import { readFileSync } from 'node:fs';

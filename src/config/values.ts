@@ -139,7 +139,7 @@ export function checkStaticPeer(p: StaticPeer): StaticPeer {
   return p;
 }
 
-/** Plain HTTP is served only on these (config/validate.ts, daemon.ts). */
+/** Plain HTTP is served only on these (config/validate.ts, daemon/validate.ts). */
 export function isLoopback(address: string): boolean {
   return address === 'localhost' || address === '::1' || address.startsWith('127.');
 }

@@ -17,7 +17,7 @@
 //      and says why in the log (an error line); a good swap logs "Loaded a new cert/key pair" or
 //      "Loaded a new CA bundle" at V(2).
 //
-// Where material goes (daemon.ts wires it):
+// Where material goes (daemon/run.ts wires it):
 //   - proxy client certificate + --peer-ca-file → PeerPools.setTLS: new peer connections use it,
 //     the old pools drain (watches through them keep running);
 //   - peer listener serving certificate + --requestheader-client-ca-file → https
@@ -252,6 +252,8 @@ function certKV(c: X509Certificate): Record<string, string> {
  */
 export class ReloadablePool extends Dispatcher {
   private pool: Pool;
+  /** Swapped-out pools still finishing their requests (a Lease watch runs for minutes): destroy() ends them too. */
+  private readonly draining = new Set<Pool>();
   constructor(private readonly make: () => Pool) {
     super();
     this.pool = make();
@@ -265,7 +267,11 @@ export class ReloadablePool extends Dispatcher {
   swap(): void {
     const old = this.pool;
     this.pool = this.make();
-    void old.close().catch(() => undefined);
+    this.draining.add(old);
+    void old
+      .close()
+      .catch(() => undefined)
+      .then(() => this.draining.delete(old));
   }
 
   override close(): Promise<void>;
@@ -283,7 +289,9 @@ export class ReloadablePool extends Dispatcher {
   override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
     const err = typeof a === 'function' ? null : (a ?? null);
     const cb = typeof a === 'function' ? a : b;
-    const p = this.pool.destroy(err);
+    const old = [...this.draining];
+    this.draining.clear();
+    const p = Promise.all([this.pool.destroy(err), ...old.map((d) => d.destroy(err).catch(() => undefined))]).then(() => undefined);
     if (!cb) return p;
     void p.then(cb, cb);
   }

@@ -27,7 +27,7 @@ export interface CertReloadTargets {
   clientServer?: https.Server;
   /** Reads client certificate users against the client CA bundle: given the new bundle on a reload. */
   certificateUsers?: CertificateUsers;
-  /** The local apiserver pools (with and without the client certificate) and their TLS material (mutated in place: upgrade tunnels read it too). */
+  /** The local apiserver's clients to swap (mvproxy's own pool; the relay's, with and without the client certificate) and their TLS material (mutated in place: upgrade tunnels read it too). */
   local?: { swap(): void }[];
   localTLS?: TLSFiles;
   resyncMs?: number;

@@ -1,5 +1,5 @@
 // The daemon's lifecycle, in one place: health, the listeners and the request path read it, only
-// the daemon moves it (daemon.ts start and shutdown). The phases follow kube-apiserver's lifecycle
+// the daemon moves it (daemon/run.ts and daemon/shutdown.ts). The phases follow kube-apiserver's lifecycle
 // signals (staging/src/k8s.io/apiserver/pkg/server/lifecycle_signals.go) as README "Shutdown"
 // describes them:
 //

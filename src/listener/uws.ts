@@ -786,7 +786,7 @@ export interface UwsPeerListenerOptions {
 
 const NO_PEER_CERTIFICATE = peerCertificateProblem(false, 'no client certificate', undefined, new Set())!;
 
-/** The peer listener on uWS (daemon.ts picks it with choosePeerFrontend); listen-node.ts listenPeer is its node twin. */
+/** The peer listener on uWS (daemon/listen.ts picks it with choosePeerFrontend); listen-node.ts listenPeer is its node twin. */
 export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promise<UwsRunningListener> {
   const port = await explicitPort(o.host, o.port);
   const allowed = new Set(o.allowedNames);

@@ -137,6 +137,10 @@ export class PeerHealth {
     let why: string | undefined;
     let answered = false;
     let noVerdict = false;
+    // AbortSignal.timeout()'s own timer outlives the probe (up to timeoutMs after stop()); this one is cleared when it ends.
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), this.timeoutMs);
+    timer.unref();
     try {
       const res = await this.o.pools.get(p.address).request({
         path: PROBE_PATH,
@@ -144,7 +148,7 @@ export class PeerHealth {
         headers: { ...this.o.identityHeaders, [PeerProxiedHeader]: 'true', accept: 'text/plain', 'user-agent': 'mvproxy-peer-probe' },
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: timeout.signal,
       });
       answered = true;
       await res.body.dump();
@@ -154,6 +158,7 @@ export class PeerHealth {
       why = `GET ${PROBE_PATH}: ${err.code ? err.code + ': ' : ''}${err.message}`;
       noVerdict = isOutOfFileDescriptors(e);
     } finally {
+      clearTimeout(timer);
       s.probing = false;
     }
     if (this.stopped || this.state.get(p.id) !== s) return; // left meanwhile

@@ -67,6 +67,13 @@ export interface ProxyHandlerOptions {
    */
   localFailover?: boolean;
   localHealth?: { refused(why: string): void; shuttingDown(): void };
+  /**
+   * mvproxy's own health checks (the ops listener's). On the client port /livez, /readyz and
+   * /healthz answer with mvproxy's failure when one of its checks fails (while it shuts down:
+   * /readyz with `[-]shutdown failed` at once), else with the local apiserver's answer; so a load
+   * balancer probing the client port drains this node first. Without them, those paths are proxied.
+   */
+  health?: HealthChecks;
 }
 
 export class ProxyHandler {
@@ -76,13 +83,8 @@ export class ProxyHandler {
   readonly heldBodies: HeldBodyBudget;
   private readonly c: ProxyContext;
   private readonly localFailover: boolean;
-  /**
-   * mvproxy's own health checks (the ops listener's), set once the daemon has built them. On the
-   * client port /livez, /readyz and /healthz answer with mvproxy's failure when one of its checks
-   * fails (while it shuts down: /readyz with `[-]shutdown failed` at once), else with the local
-   * apiserver's answer; so a load balancer probing the client port drains this node first.
-   */
-  health?: HealthChecks;
+  /** ProxyHandlerOptions.health. */
+  private readonly health: HealthChecks | undefined;
 
   constructor(private readonly o: ProxyHandlerOptions) {
     this.heldBodies = new HeldBodyBudget(o.heldRequestBodyBytes);
@@ -103,6 +105,7 @@ export class ProxyHandler {
       localHealth: o.localHealth,
     };
     this.localFailover = (o.localFailover ?? false) && o.proxyEnabled;
+    this.health = o.health;
   }
 
   close(): void {

@@ -65,6 +65,8 @@ export class SnapshotPublisher {
   private local: ServerView | undefined;
   private readonly peerViews = new Map<string, ServerView>();
   private timer: NodeJS.Timeout | undefined;
+  /** The republish at the end of each departed peer's grace period (cleared by stop()). */
+  private readonly graceTimers = new Set<NodeJS.Timeout>();
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -117,6 +119,8 @@ export class SnapshotPublisher {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    for (const t of this.graceTimers) clearTimeout(t);
+    this.graceTimers.clear();
     await this.merging.catch(() => undefined);
     await this.merger.close();
   }
@@ -229,7 +233,12 @@ export class SnapshotPublisher {
         this.peerViews.set(id, { ...v, up: false, address: '', leftAt: now });
         this.o.metrics.peersUp.remove({ peer: id });
         // Out of routing when the grace period ends, not at the next refresh (30 s later).
-        setTimeout(() => this.republish(), this.o.peerGraceMs + 10).unref();
+        const grace = setTimeout(() => {
+          this.graceTimers.delete(grace);
+          this.republish();
+        }, this.o.peerGraceMs + 10);
+        grace.unref();
+        this.graceTimers.add(grace);
       } else if (now - v.leftAt > this.o.peerGraceMs) this.peerViews.delete(id);
     }
     this.o.peerPools.retain(peers.map((p) => p.address));

@@ -81,6 +81,38 @@ export interface CertificateInUse {
   notAfterSeconds: number;
 }
 
+/**
+ * What the gauges counted at scrape time read from the daemon's components. The registry can be
+ * made before them and outlive them (tests and the demo give a daemon their own), so the daemon
+ * attaches them once, when they exist (readFrom, daemon/run.ts); until then every gauge reads none.
+ */
+export interface MetricsSources {
+  /** What is in flight now. */
+  inFlight(): Iterable<InFlight>;
+  /** Request bodies held for the retry after a local 404 (proxy/held-bodies.ts): bytes held now, and requests that streamed because the budget was spent. */
+  heldBodies(): { held: number; refused: number };
+  /** The local apiserver's state (snapshot/local-apiserver.ts). */
+  localState(): string;
+  /** When each peer's discovery was last fetched (snapshot/publisher.ts). */
+  peerDiscoverySuccess(): Iterable<readonly [peer: string, seconds: number]>;
+  /** The relay's open upstream connections. */
+  upstreamConnections(): Iterable<UpstreamConnections>;
+  /** The certificates mvproxy presents. */
+  certificates(): Iterable<CertificateInUse>;
+  /** The serving certificate each peer address presented last. */
+  peerCertificates(): Iterable<readonly [peerAddress: string, notAfterSeconds: number]>;
+}
+
+const NO_SOURCES: MetricsSources = {
+  inFlight: () => [],
+  heldBodies: () => ({ held: 0, refused: 0 }),
+  localState: () => 'serving',
+  peerDiscoverySuccess: () => [],
+  upstreamConnections: () => [],
+  certificates: () => [],
+  peerCertificates: () => [],
+};
+
 export class Metrics {
   readonly registry = new Registry();
   readonly reroutedRequests: Counter<'code' | 'group' | 'version' | 'resource'>;
@@ -93,20 +125,10 @@ export class Metrics {
   readonly requestDuration: Histogram<'route' | 'verb' | 'code'>;
   readonly upstreamConnectErrors: Counter<'route' | 'peer'>;
   readonly reroutedDuration: Histogram<'peer'>;
-  /** Set by the daemon: what is in flight now, and the certificates in use (read at scrape time). */
-  inFlightSource: () => Iterable<InFlight> = () => [];
-  /** Request bodies held for the retry after a local 404 (proxy/held-bodies.ts): bytes held now, and requests that streamed because the budget was spent. */
-  heldBodiesSource: () => { held: number; refused: number } = () => ({ held: 0, refused: 0 });
-  /** The local apiserver's state (read at scrape time: snapshot/local-apiserver.ts). */
-  localStateSource: () => string = () => 'serving';
+  /** What the scrape-time gauges read (readFrom). */
+  private sources: MetricsSources = NO_SOURCES;
   readonly localFailovers: Counter<'reason'>;
   readonly discoveryMergeErrors: Counter;
-  /** When each peer's discovery was last fetched (read at scrape time: snapshot/publisher.ts). */
-  peerDiscoverySuccessSource: () => Iterable<readonly [peer: string, seconds: number]> = () => [];
-  /** The relay's open upstream connections (read at scrape time). */
-  upstreamConnectionsSource: () => Iterable<UpstreamConnections> = () => [];
-  certificatesSource: () => Iterable<CertificateInUse> = () => [];
-  peerCertificatesSource: () => Iterable<readonly [peerAddress: string, notAfterSeconds: number]> = () => [];
   readonly discoveryMergeDuration: Histogram;
   readonly peersUp: Gauge<'peer'>;
   readonly routeTableGVRs: Gauge;
@@ -163,7 +185,8 @@ export class Metrics {
       buckets: KUBE_LATENCY_BUCKETS,
       registers,
     });
-    const self = this;
+    /** The sources at scrape time (readFrom may come after the gauges are made). */
+    const sources = () => this.sources;
     new Gauge({
       name: 'mvproxy_inflight_requests',
       help: '[ALPHA] Requests being proxied now, by route (local: this node\'s apiserver; peer: a peer) and whether they are long-running (watch, exec, logs...)',
@@ -171,7 +194,7 @@ export class Metrics {
       registers,
       collect() {
         const n = { local: [0, 0], peer: [0, 0] };
-        for (const f of self.inFlightSource()) n[f.route][f.longRunning ? 1 : 0]++;
+        for (const f of sources().inFlight()) n[f.route][f.longRunning ? 1 : 0]++;
         for (const route of ['local', 'peer'] as const) {
           this.set({ route, long_running: 'false' }, n[route][0]);
           this.set({ route, long_running: 'true' }, n[route][1]);
@@ -186,7 +209,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const [peer, t] of self.peerDiscoverySuccessSource()) this.set({ peer }, t);
+        for (const [peer, t] of sources().peerDiscoverySuccess()) this.set({ peer }, t);
       },
     });
     this.localFailovers = new Counter({
@@ -201,7 +224,7 @@ export class Metrics {
       labelNames: ['state'],
       registers,
       collect() {
-        const now = self.localStateSource();
+        const now = sources().localState();
         for (const state of ['serving', 'draining', 'down']) this.set({ state }, state === now ? 1 : 0);
       },
     });
@@ -212,7 +235,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const c of self.upstreamConnectionsSource()) this.set({ route: c.route, protocol: c.protocol }, c.connections);
+        for (const c of sources().upstreamConnections()) this.set({ route: c.route, protocol: c.protocol }, c.connections);
       },
     });
     new Gauge({
@@ -222,7 +245,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const c of self.upstreamConnectionsSource()) if (c.protocol === 'h2') this.inc({ route: c.route }, c.streams ?? 0);
+        for (const c of sources().upstreamConnections()) if (c.protocol === 'h2') this.inc({ route: c.route }, c.streams ?? 0);
       },
     });
     new Gauge({
@@ -230,7 +253,7 @@ export class Metrics {
       help: '[ALPHA] Bytes of request bodies held in memory now so that a request the local apiserver answers 404 can be sent again to a peer (bounded by --held-request-body-bytes)',
       registers,
       collect() {
-        this.set(self.heldBodiesSource().held);
+        this.set(sources().heldBodies().held);
       },
     });
     new Counter({
@@ -239,7 +262,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        this.inc(self.heldBodiesSource().refused);
+        this.inc(sources().heldBodies().refused);
       },
     });
     new Gauge({
@@ -249,7 +272,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const c of self.certificatesSource()) this.set({ certificate: c.certificate }, c.notAfterSeconds);
+        for (const c of sources().certificates()) this.set({ certificate: c.certificate }, c.notAfterSeconds);
       },
     });
     new Gauge({
@@ -259,7 +282,7 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const [peer, t] of self.peerCertificatesSource()) this.set({ peer }, t);
+        for (const [peer, t] of sources().peerCertificates()) this.set({ peer }, t);
       },
     });
     new Gauge({
@@ -279,6 +302,11 @@ export class Metrics {
     this.routeTableGVRs = new Gauge({ name: 'mvproxy_route_table_gvrs', help: '[ALPHA] Distinct group/version/resources in the published route table', registers });
     this.buildInfo = new Gauge({ name: 'mvproxy_build_info', help: '[ALPHA] A metric with a constant value of 1 labelled by the build and the front end in use', labelNames: ['version', 'node_version', 'frontend'], registers });
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+  }
+
+  /** The daemon's components, read by the gauges counted at scrape time (MetricsSources). */
+  readFrom(sources: MetricsSources): void {
+    this.sources = sources;
   }
 
   /**

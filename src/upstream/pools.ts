@@ -94,6 +94,12 @@ function connector(o: PoolOptions): buildConnector.connector | buildConnector.Bu
 export class PeerPools {
   private readonly pools = new Map<string, Pool>();
   private readonly relays = new Map<string, OriginPool>();
+  /**
+   * Pools out of use (their address left, or new TLS material) that still finish what they carry: a
+   * watch keeps its connection for its whole life. close() ends them too.
+   */
+  private readonly retiredPools = new Set<Pool>();
+  private readonly retiredRelays = new Set<OriginPool>();
   /** notAfter (Unix seconds) of the serving certificate each peer address presented last. */
   readonly certificateExpiry = new Map<string, number>();
   constructor(private readonly o: PoolOptions) {}
@@ -132,17 +138,23 @@ export class PeerPools {
   /** Closes pools for addresses no longer in use (gracefully: in-flight requests finish). */
   retain(addresses: Iterable<string>): void {
     const keep = new Set(addresses);
+    for (const p of this.retiredRelays) if (p.open === 0 && !p.h2?.sessionCount) this.retiredRelays.delete(p);
     for (const [addr, p] of this.relays) {
       if (!keep.has(addr)) {
         this.relays.delete(addr);
         p.close();
+        this.retiredRelays.add(p);
       }
     }
     for (const [addr, p] of this.pools) {
       if (!keep.has(addr)) {
         this.pools.delete(addr);
         this.certificateExpiry.delete(addr);
-        void p.close().catch(() => undefined);
+        this.retiredPools.add(p);
+        void p
+          .close()
+          .catch(() => undefined)
+          .then(() => this.retiredPools.delete(p));
       }
     }
   }
@@ -155,11 +167,14 @@ export class PeerPools {
     for (const [a, t] of expiry) this.certificateExpiry.set(a, t);
   }
 
+  /** Ends every connection at once, those of retired pools included. */
   async close(): Promise<void> {
-    for (const p of this.relays.values()) p.destroy();
+    for (const p of [...this.relays.values(), ...this.retiredRelays]) p.destroy();
     this.relays.clear();
-    const all = [...this.pools.values()];
+    this.retiredRelays.clear();
+    const all = [...this.pools.values(), ...this.retiredPools];
     this.pools.clear();
+    this.retiredPools.clear();
     await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
   }
 }

@@ -15,7 +15,7 @@ function recorder(): Logger & { lines: { v: number; msg: string; kv?: Record<str
   return { lines, verbosity: 10, enabled: () => true, info: (v, msg, kv) => lines.push({ v, msg, kv }), error: () => {} };
 }
 
-/** The checks mvproxy registers (daemon.ts), with switches. */
+/** The checks mvproxy registers (daemon/readiness.ts), with switches. */
 function daemonChecks(state = { shuttingDown: false, published: true, peerB: true }, log?: Logger) {
   const h = new HealthChecks({ log });
   h.add('both', 'ping', ping);

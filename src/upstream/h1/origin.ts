@@ -341,6 +341,11 @@ export class OriginPool {
   close(): void {
     this.closed = true;
     pools.delete(this);
+    // The sweep is shared by every pool of the process: it ends with the last one (a closed daemon holds no timer).
+    if (pools.size === 0 && sweeper !== null) {
+      clearInterval(sweeper);
+      sweeper = null;
+    }
     for (const c of this.idle.splice(0)) c.destroy();
   }
 

@@ -79,6 +79,13 @@ export class H2Session {
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     if (!this.session.closed) this.session.close();
   }
+
+  /** Ends the session at once, its streams with it (H2Origin.destroy). */
+  destroy(): void {
+    this.usable = false;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.session.destroy();
+  }
 }
 
 type Waiter = (s: H2Session | null, err: Error | null) => void;
@@ -236,10 +243,7 @@ export class H2Origin {
   /** Closes every session at once (their streams end). */
   destroy(): void {
     this.closed = true;
-    for (const s of [...this.sessions]) {
-      s.usable = false;
-      s.session.destroy();
-    }
+    for (const s of [...this.sessions]) s.destroy();
     this.sessions.length = 0;
   }
 }
