@@ -161,7 +161,7 @@ export const ERRORS = {
   MVP_ERR_CONFIG_FILE: { scope: 'internal', status: 500, reason: 'InternalError' },
   /** Settings that are each valid but do not fit together, or files they name that cannot be used (config/validate.ts): exit 2. */
   MVP_ERR_CONFIG_INVALID: { scope: 'internal', status: 500, reason: 'InternalError' },
-  /** A configuration the daemon refuses as it starts (daemon.ts), or a peers file it cannot use (peers/static.ts): exit 2 at start; a bad peers file later keeps the last good list. */
+  /** A configuration the daemon refuses as it starts (daemon/validate.ts), or a peers file it cannot use (peers/static.ts): exit 2 at start; a bad peers file later keeps the last good list. */
   MVP_ERR_CONFIG: { scope: 'internal', status: 500, reason: 'InternalError' },
   /** The apiserver answered an identity Lease request other than with success (peers/lease-api.ts). */
   MVP_ERR_LEASE_API: { scope: 'internal', status: 502, reason: 'InternalError' },

