@@ -24,18 +24,24 @@ if (!servingKey) {
 }
 const tls = { ca: readFileSync(caFile!), cert: readFileSync(certFile!), key: readFileSync(keyFile!) };
 const LIKE_MVPROXY = process.env.FLOOR_H2 === 'mvproxy';
-const STREAMS_PER_SESSION = LIKE_MVPROXY ? 250 : 100;
+/** Streams a session takes: 100 (kube-apiserver's limit), or with FLOOR_H2=mvproxy up to 250 as the server's SETTINGS allow. */
+const STREAMS_PER_SESSION = 100;
 
 interface Session {
   s: http2.ClientHttp2Session;
   streams: number;
+  max: number;
 }
 const sessions: Session[] = [];
 
 function session(): Session {
-  for (const x of sessions) if (x.streams < STREAMS_PER_SESSION && !x.s.closed && !x.s.destroyed) return x;
-  const x: Session = { s: http2.connect(upstream!, LIKE_MVPROXY ? { ...tls, settings: { enablePush: false, initialWindowSize: 256 * 1024 }, maxSessionMemory: 64 } : tls), streams: 0 };
-  if (LIKE_MVPROXY) x.s.once('remoteSettings', () => x.s.setLocalWindowSize(1 << 30));
+  for (const x of sessions) if (x.streams < x.max && !x.s.closed && !x.s.destroyed) return x;
+  const x: Session = { s: http2.connect(upstream!, LIKE_MVPROXY ? { ...tls, settings: { enablePush: false, initialWindowSize: 256 * 1024 }, maxSessionMemory: 64 } : tls), streams: 0, max: STREAMS_PER_SESSION };
+  if (LIKE_MVPROXY)
+    x.s.once('remoteSettings', (st) => {
+      x.s.setLocalWindowSize(1 << 30);
+      x.max = Math.min(250, st.maxConcurrentStreams ?? 250);
+    });
   x.s.on('error', () => undefined);
   x.s.on('close', () => sessions.splice(sessions.indexOf(x), 1));
   sessions.push(x);
