@@ -16,6 +16,8 @@
 
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
+// Constants only (no code of src/ runs here): FLOOR_H2=mvproxy takes mvproxy's own numbers.
+import { MAX_STREAMS_PER_SESSION, SESSION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from '../src/upstream/h2/origin';
 
 const [port, upstream, caFile, certFile, keyFile, servingCert, servingKey, front] = process.argv.slice(2);
 if (!servingKey) {
@@ -36,11 +38,11 @@ const sessions: Session[] = [];
 
 function session(): Session {
   for (const x of sessions) if (x.streams < x.max && !x.s.closed && !x.s.destroyed) return x;
-  const x: Session = { s: http2.connect(upstream!, LIKE_MVPROXY ? { ...tls, settings: { enablePush: false, initialWindowSize: 256 * 1024 }, maxSessionMemory: 64 } : tls), streams: 0, max: STREAMS_PER_SESSION };
+  const x: Session = { s: http2.connect(upstream!, LIKE_MVPROXY ? { ...tls, settings: { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES }, maxSessionMemory: 64 } : tls), streams: 0, max: STREAMS_PER_SESSION };
   if (LIKE_MVPROXY)
     x.s.once('remoteSettings', (st) => {
-      x.s.setLocalWindowSize(1 << 30);
-      x.max = Math.min(250, st.maxConcurrentStreams ?? 250);
+      x.s.setLocalWindowSize(SESSION_WINDOW_BYTES);
+      x.max = Math.max(1, Math.min(st.maxConcurrentStreams ?? MAX_STREAMS_PER_SESSION, MAX_STREAMS_PER_SESSION));
     });
   x.s.on('error', () => undefined);
   x.s.on('close', () => sessions.splice(sessions.indexOf(x), 1));
@@ -52,7 +54,7 @@ const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-e
 
 if (front === 'uws') serveUWS();
 else {
-  const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true, ...(LIKE_MVPROXY ? { settings: { maxConcurrentStreams: 250 } } : {}) }, (req, res) => {
+  const server = http2.createSecureServer({ cert: readFileSync(servingCert!), key: readFileSync(servingKey!), allowHTTP1: true, ...(LIKE_MVPROXY ? { settings: { maxConcurrentStreams: MAX_STREAMS_PER_SESSION } } : {}) }, (req, res) => {
     const x = session();
     x.streams++;
     const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.url };

@@ -176,6 +176,9 @@ function jemalloc(): Record<string, string> {
 
 // ---------------------------------------------------------------- a case
 
+/** A case relayed by bench/floor-watch.ts instead of mvproxy. */
+const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor';
+
 interface Case {
   id: string;
   frontend: Frontend | 'direct' | 'floor' | 'uwsfloor';
@@ -336,7 +339,7 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
     await Promise.race([exited, sleep(10_000)]);
     if (!client.exited) await client.stop('SIGKILL', 1000);
     const gone = performance.now();
-    if (c.frontend === 'floor' || c.frontend === 'uwsfloor') {
+    if (isFloor(c.frontend)) {
       // The floor releases nothing on purpose (no idle timeout, no gauges): it is stopped instead,
       // which also writes its profile (a peer floor's B, shared, cancels A's streams when A goes).
       await c.proxies[0]!.stop();
@@ -440,30 +443,35 @@ async function main(): Promise<number> {
   const start = new Map<Member, ProxyState>();
   for (const ms of pairs.values()) for (const m of ms) start.set(m, await proxyState(m));
 
-  // Floors: one per local case; the peer floors share B (node:http2, as mvproxy's peer listener).
+  // Floors, by case id (the relay a case's client dials); the peer floors share B (node:http2, as
+  // mvproxy's peer listener).
   const floors = new Map<string, Member>();
   const floorStart = async (id: string, front: 'node' | 'uws', upstream: string) => {
     const m = await startFloor(plane, front, upstream, id);
     cleanups.push(() => m.stop());
-    floors.set(id, m);
     return m;
   };
   const floorB = CASES.some((c) => c.endsWith('floor-peer')) ? await floorStart('floor-b', 'node', api.url) : undefined;
   for (const f of ['floor', 'uwsfloor'] as const) {
     const front = f === 'uwsfloor' ? 'uws' : 'node';
-    if (CASES.includes(`${f}-local`)) await floorStart(`${f}-local`, front, api.url);
-    if (floorB && CASES.includes(`${f}-peer`)) await floorStart(`${f}-peer`, front, floorB.url);
+    if (CASES.includes(`${f}-local`)) floors.set(`${f}-local`, await floorStart(`${f}-local`, front, api.url));
+    if (floorB && CASES.includes(`${f}-peer`)) floors.set(`${f}-peer`, await floorStart(`${f}-peer`, front, floorB.url));
   }
+  /** The relays on the way, the client's first. Local: the one beside v1.37.2. Peer: the one beside v1.34.4 (which has no such kind), then B. */
+  const proxiesFor = (id: string, fe: Frontend | 'direct' | 'floor' | 'uwsfloor', route: 'local' | 'peer'): Member[] => {
+    if (fe === 'direct') return [];
+    const floor = floors.get(id);
+    if (floor) return route === 'local' ? [floor] : [floor, floorB!];
+    const [old, beside] = pairs.get(fe as Frontend)!;
+    return route === 'local' ? [beside!] : [old!, beside!];
+  };
 
   const apiConnsStart = connectionsTo(api.port);
   const results: Record<string, CaseResult> = {};
   for (const id of CASES) {
     const [fe, route] = id.split('-') as [Frontend | 'direct' | 'floor' | 'uwsfloor', 'local' | 'peer'];
     const kind = route === 'local' ? 'configmaps' : 'clustertrustbundles';
-    const floor = floors.get(id);
-    const members = fe === 'direct' || floor ? [] : pairs.get(fe as Frontend)!;
-    // Local: the member beside v1.37.2. Peer: the member beside v1.34.4, which has no such kind.
-    const proxies = fe === 'direct' ? [] : floor ? (route === 'local' ? [floor] : [floor, floorB!]) : route === 'local' ? [members[1]!] : [members[0]!, members[1]!];
+    const proxies = proxiesFor(id, fe, route);
     const url = fe === 'direct' ? api.url : proxies[0]!.url;
     const r = await runCase({ id, frontend: fe, route, url, kind, proxies }, plane, adminKC);
     if (r) results[id] = r;
@@ -478,7 +486,7 @@ async function main(): Promise<number> {
   // Issue 29's targets, read off this run (reported, not enforced: the run fails only on lost events and leaks).
   const targets29: Record<string, string[]> = {};
   for (const [id, r] of Object.entries(results)) {
-    if (id.startsWith('direct') || id.includes('floor')) continue;
+    if (id.startsWith('direct') || isFloor(id.split('-')[0]!)) continue;
     const missed: string[] = [];
     const perHop = r.peerConnections !== undefined ? Math.max(r.apiserverConnections, r.peerConnections) : r.apiserverConnections;
     if (perHop > W / 50 + 10) missed.push(`connections ${perHop} > W/50+10`);

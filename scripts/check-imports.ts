@@ -7,7 +7,8 @@
 //   node --import tsx scripts/check-imports.ts
 //
 // Checked: (a) no cycle among the modules of src/, nor among its folders (cli -> config -> cli);
-// (b) a stage folder imports no later stage (STAGES); (c) a neutral home imports no stage (NEUTRAL).
+// (b) a stage folder imports no later stage (STAGES); (c) a neutral home imports no stage (NEUTRAL), nor does the pipeline off the
+// request path (OFF_PATH).
 // Prints one line per problem and exits 1; exits 0 with a one-line summary when there is none.
 // test/unit/check-imports.test.ts runs checkGraph() on small synthetic graphs.
 
@@ -28,6 +29,13 @@ export const STAGES = ['src/listener', 'src/request', 'src/discovery', 'src/rout
  */
 export const NEUTRAL = ['src/api', 'src/gocompat', 'src/telemetry'] as const;
 
+/**
+ * Off the request path, read by it: the discovery pipeline (src/aggregation) builds what the
+ * discovery stage serves and the route table reads; it imports no stage folder either, so the
+ * stages can import its shapes without a cycle.
+ */
+export const OFF_PATH = ['src/aggregation'] as const;
+
 /** One import of a module: the imported module (a repository-relative path) and the line it is on. */
 export interface Edge {
   to: string;
@@ -42,13 +50,10 @@ export function stageOf(module: string): number {
   return STAGES.findIndex((s) => module.startsWith(s + '/'));
 }
 
-/** The neutral home a module is in ('src/api', 'src/telemetry'), or undefined. */
-function neutralHome(module: string): string | undefined {
-  return NEUTRAL.find((n) => module.startsWith(n + '/'));
-}
+const inFolder = (folders: readonly string[], module: string): boolean => folders.some((f) => module.startsWith(f + '/'));
 
 export function isNeutral(module: string): boolean {
-  return neutralHome(module) !== undefined;
+  return inFolder(NEUTRAL, module);
 }
 
 const stageName = (i: number): string => `stage ${i + 1} ${STAGES[i]!.slice('src/'.length)}`;
@@ -65,6 +70,8 @@ export function checkGraph(graph: Graph): string[] {
       if (toStage < 0) continue;
       if (isNeutral(from)) {
         problems.push(`neutral home imports a stage: ${at(from, e)} imports ${e.to} (${stageName(toStage)})`);
+      } else if (inFolder(OFF_PATH, from)) {
+        problems.push(`off the request path, imports a stage: ${at(from, e)} imports ${e.to} (${stageName(toStage)})`);
       } else if (fromStage >= 0 && toStage > fromStage) {
         problems.push(`later stage: ${at(from, e)} (${stageName(fromStage)}) imports ${e.to} (${stageName(toStage)})`);
       }

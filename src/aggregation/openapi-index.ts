@@ -4,6 +4,9 @@
 
 import type { Dispatcher } from 'undici';
 
+/** Where the index's group/version documents live; the request path matches it too (discovery/openapi.ts). */
+export const OPENAPI_V3_PREFIX = '/openapi/v3/';
+
 export interface OpenAPIIndex {
   readonly etag: string;
   /** The local apiserver's index as received. */
@@ -26,7 +29,7 @@ export async function fetchOpenAPIIndex(local: Dispatcher, prev: OpenAPIIndex | 
 }
 
 /** The index path of a group/version: "api/v1" for the core group, "apis/<g>/<v>" otherwise. */
-export function openAPIIndexKey(group: string, version: string): string {
+function openAPIIndexKey(group: string, version: string): string {
   return group === '' ? `api/${version}` : `apis/${group}/${version}`;
 }
 
@@ -56,7 +59,7 @@ export function mergeOpenAPIIndex(local: OpenAPIIndex, table: PeerOnlyGroupVersi
   const paths: Record<string, unknown> = { ...(doc.paths ?? {}) };
   for (const [g, v] of extra) {
     const key = openAPIIndexKey(g, v);
-    if (!(key in paths)) paths[key] = { serverRelativeURL: `/openapi/v3/${key}` };
+    if (!(key in paths)) paths[key] = { serverRelativeURL: `${OPENAPI_V3_PREFIX}${key}` };
   }
   return Buffer.from(JSON.stringify({ ...doc, paths }));
 }

@@ -13,7 +13,7 @@ import { choosePeerFrontend } from '../listener/frontend';
 import type { Exchange, RunningListener } from '../listener/exchange';
 import { answerStatus } from '../listener/answer';
 import { webSocketDialer } from '../upstream/websocket';
-import { tunnelUpgrade } from '../upstream/upgrade';
+import { lowercasedHeaders, tunnelUpgrade } from '../upstream/upgrade';
 import { writeStatus } from '../respond/write';
 import { certificateRefusal, isRefusal } from '../api/identity';
 import { PeerProxiedHeader } from '../api/headers';
@@ -136,12 +136,12 @@ function clientUpgrade(c: CompletedConfig, p: Components): UpgradeHandler {
   const { handler, lifecycle, certificateUsers, tunnels, log } = p;
   return (req, socket, head) => {
     const user = certificateUsers ? socketUser(req.socket as TLSSocket, certificateUsers) : null;
-    const incoming: string[] = [];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i]!.toLowerCase(), req.rawHeaders[i + 1]!);
+    const incoming = lowercasedHeaders(req.rawHeaders);
     const refused = certificateRefusal(user, incoming);
     if (refused !== undefined) return answerStatus(socket, ErrorCode.MVP_ERR_CERTIFICATE_USER, refused);
     const peer = handler.upgradePeer(req.method ?? 'GET', req.url ?? '/', firstValue(incoming, PeerProxiedHeader));
     tunnelUpgrade(req, socket, head, {
+      incoming,
       ...(peer === undefined ? { target: localURL, tls: localTLS } : { target: new URL(`https://${peer}`), tls: c.peerTLS, peerHop: true }),
       log,
       tunnels,

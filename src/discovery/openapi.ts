@@ -8,7 +8,7 @@
 // This file is the request path's part (which /openapi/v3 path names a group/version); the index
 // itself is fetched and merged off the request path (aggregation/openapi-index.ts).
 
-export const OPENAPI_V3_PREFIX = '/openapi/v3/';
+import { OPENAPI_V3_PREFIX } from '../aggregation/openapi-index';
 
 /**
  * The group/version named by an /openapi/v3/<api/v>|<apis/g/v> path, or undefined.

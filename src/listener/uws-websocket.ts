@@ -51,7 +51,7 @@ export interface BridgeCallbacks {
 }
 
 /** The codes a dialer fails with (api/errors.ts). */
-export type DialFailure =
+type DialFailure =
   | typeof ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE
   | typeof ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT
   | typeof ErrorCode.MVP_ERR_UPGRADE_FAILED

@@ -83,8 +83,6 @@ export class ProxyHandler {
   readonly heldBodies: HeldBodyBudget;
   private readonly c: ProxyContext;
   private readonly localFailover: boolean;
-  /** ProxyHandlerOptions.health. */
-  private readonly health: HealthChecks | undefined;
 
   constructor(private readonly o: ProxyHandlerOptions) {
     this.heldBodies = new HeldBodyBudget(o.heldRequestBodyBytes);
@@ -105,7 +103,6 @@ export class ProxyHandler {
       localHealth: o.localHealth,
     };
     this.localFailover = (o.localFailover ?? false) && o.proxyEnabled;
-    this.health = o.health;
   }
 
   close(): void {
@@ -141,7 +138,7 @@ export class ProxyHandler {
   /** A request from a client: the Mixed Version Proxy decision. */
   handleClient(ex: Exchange): void {
     // Admission.
-    const own = (ex.method === 'GET' || ex.method === 'HEAD') && this.health ? this.health.evaluate(ex.path, ex.query) : undefined;
+    const own = (ex.method === 'GET' || ex.method === 'HEAD') && this.o.health ? this.o.health.evaluate(ex.path, ex.query) : undefined;
     if (own?.status === 500) return writeHealth(ex, own);
     // A health path passes to the local apiserver also while draining (its /livez stays meaningful).
     if (this.o.lifecycle.draining && own === undefined) return writeStatus(ex, ErrorCode.MVP_ERR_SHUTTING_DOWN);

@@ -322,7 +322,8 @@ class TargetBytes {
   }
 
   /** One pass over path: writes it and records its parts; SCAN_CTL on a control byte when checkCTL
-   *  (then nothing is recorded), else SCAN_PERCENT when it holds a '%', else SCAN_PLAIN. */
+   *  (then nothing is recorded), else SCAN_PERCENT when it holds a '%' (its parts are not recorded:
+   *  the decoded path is scanned next), else SCAN_PLAIN. */
   scanPath(s: string, checkCTL: boolean): number {
     const len = s.length;
     this.queryFrom = -1;
@@ -358,6 +359,7 @@ class TargetBytes {
         return SCAN_CTL;
       }
     }
+    if (r === SCAN_PERCENT) return r;
     let hi = len;
     while (hi > lo && bs[hi - 1] === SLASH) hi--;
     let parts = 0;

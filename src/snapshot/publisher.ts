@@ -6,7 +6,7 @@
 // peer that changes its API set is seen within one interval, and an unchanged one costs a 304.
 
 import type { Dispatcher } from 'undici';
-import { ErrorCode, hasCode } from '../api/errors';
+import { ERRORS, ErrorCode, hasCode } from '../api/errors';
 import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
 import { DiscoveryFetchError } from '../aggregation/errors';
 import type { PeerEndpoint } from '../peers/membership';
@@ -434,5 +434,5 @@ const MERGE_WAIT_MS = 5_000;
 /** The HTTP status behind a failed discovery fetch: the server's answer, or 503 when there was none (upstream's proxy responder). */
 function answeredStatus(e: unknown): number {
   if (!(e instanceof DiscoveryFetchError)) return 503;
-  return e.status ?? (hasCode(e, ErrorCode.MVP_ERR_DISCOVERY_TRANSPORT) ? 503 : 200);
+  return e.status ?? (hasCode(e, ErrorCode.MVP_ERR_DISCOVERY_TRANSPORT) ? ERRORS.MVP_ERR_DISCOVERY_TRANSPORT.status : 200);
 }

@@ -1,7 +1,7 @@
 // Whether a failed attempt may be sent again elsewhere (proxy/proxied.ts decides with these), and
 // the errors the request path gives an attempt that it ends itself.
 
-import { ErrorCode, hasCode } from '../api/errors';
+import { ErrorCode } from '../api/errors';
 import type { ResponseHead } from '../listener/exchange';
 
 /**
@@ -10,8 +10,8 @@ import type { ResponseHead } from '../listener/exchange';
  * the server may have run the request.
  */
 export function isNotSent(err: Error & { code?: string }): boolean {
-  if (hasCode(err, ErrorCode.MVP_ERR_CONNECT_TIMEOUT)) return true;
   switch (err.code) {
+    case ErrorCode.MVP_ERR_CONNECT_TIMEOUT:
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
@@ -41,10 +41,10 @@ export function isSafeMethod(method: string): boolean {
 export function isFailoverSafe(err: Error & { code?: string }, notSent: boolean, method: string, bodyTouched: boolean): boolean {
   if (bodyTouched) return false;
   if (notSent || isNotSent(err)) return true;
-  if (hasCode(err, ErrorCode.MVP_ERR_PEER_DOWN)) return isSafeMethod(method);
   switch (err.code) {
     case 'ECONNRESET':
     case 'EPIPE':
+    case ErrorCode.MVP_ERR_PEER_DOWN:
       return isSafeMethod(method);
     default:
       return false;

@@ -62,6 +62,8 @@ export interface UpgradeOptions {
    * client certificate is always presented (the peer listener requires it).
    */
   peerHop?: boolean;
+  /** The request's headers as [lowercased name, value, …], when the caller has built them already (one array per upgrade). */
+  incoming?: string[];
   /** From the peer listener: the source mvproxy's identity headers are passed on (the connection is a verified peer). */
   trustIdentityHeaders?: boolean;
 }
@@ -107,8 +109,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
   // Nothing the client sends from here on is read until the upstream has switched protocols.
   client.pause();
 
-  const incoming: string[] = [];
-  for (let i = 0; i < req.rawHeaders.length; i += 2) incoming.push(req.rawHeaders[i].toLowerCase(), req.rawHeaders[i + 1]);
+  const incoming = o.incoming ?? lowercasedHeaders(req.rawHeaders);
   const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: o.peerHop ?? false, upgrade: true, identity: o.identity, identityRules: o.identityRules, trustIdentityHeaders: o.trustIdentityHeaders });
   // The front-proxy certificate: to a peer always, to the local apiserver only with identity headers (carriesIdentity).
   const presentCert = o.peerHop === true || carriesIdentity(headers, o.identityRules);
@@ -190,4 +191,11 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
     answerStatus(client, ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE);
   });
   upReq.end();
+}
+
+/** rawHeaders as [lowercased name, value, …], the shape the header rules read. */
+export function lowercasedHeaders(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push(raw[i]!.toLowerCase(), raw[i + 1]!);
+  return out;
 }

@@ -122,6 +122,15 @@ test('a neutral home importing any stage is reported, an earlier one too', () =>
   ]);
 });
 
+test('the discovery pipeline off the request path importing a stage is reported', () => {
+  const g = new Map<string, Edge[]>([
+    ['src/aggregation/openapi-index.ts', [{ to: 'src/routing/routetable.ts', line: 4 }, { to: 'src/api/errors.ts', line: 5 }]],
+    ['src/routing/routetable.ts', []],
+    ['src/api/errors.ts', []],
+  ]);
+  assert.deepEqual(checkGraph(g), ['off the request path, imports a stage: src/aggregation/openapi-index.ts:4 imports src/routing/routetable.ts (stage 4 routing)']);
+});
+
 test('files are read: type-only, re-export, require and typeof import() count; packages and ../ outside src/ do not', () => {
   const root = mkdtempSync(join(tmpdir(), 'check-imports-'));
   try {

@@ -25,7 +25,7 @@ export const MAX_STREAMS_PER_SESSION = 250;
 /** A stream's receive window: what one slow watcher may hold in mvproxy before the upstream waits for it. */
 export const STREAM_WINDOW_BYTES = 256 * 1024;
 /** The connection's receive window: room for many paused streams without stalling the rest. */
-const SESSION_WINDOW_BYTES = 1 << 30;
+export const SESSION_WINDOW_BYTES = 1 << 30;
 /** A session with no stream closes after this. */
 const SESSION_IDLE_MS = 30_000;
 
