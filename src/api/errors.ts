@@ -95,9 +95,29 @@ export const ERRORS = {
    * request is not forwarded, never as another user.
    */
   MVP_ERR_CERTIFICATE_USER: { scope: 'answered', status: 401, reason: 'Unauthorized', message: "the client certificate's user cannot be forwarded as kube-apiserver would read it", notSent: true },
-  /** The request target could not be read (invalid percent-encoding, absolute or asterisk form). */
+  /**
+   * The request target is one Go's server refuses (a control byte, a space, DEL, an invalid escape
+   * in the path: gocompat/http.ts), not in origin-form (absolute or asterisk form), or not bytes
+   * mvproxy can forward as the client sent them (listener/head-check.ts). The connection closes.
+   */
   MVP_ERR_BAD_REQUEST_TARGET: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'the request target is not a valid path' },
-  /** Two Content-Length fields, or Content-Length with Transfer-Encoding: the body could be read two ways (listener/framing.ts). */
+  /** A request line Go's server refuses: a method that is not a token, a protocol other than HTTP/1.x or HTTP/2. The connection closes. */
+  MVP_ERR_BAD_REQUEST_LINE: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'malformed HTTP request' },
+  /**
+   * A header field Go's server refuses: a name that is not a token, a value with a control byte or
+   * DEL, a missing, repeated or malformed Host (listener/head-check.ts). The connection closes.
+   */
+  MVP_ERR_BAD_HEADER_FIELD: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'invalid header field' },
+  /**
+   * The one writer of upstream request heads refused a field (upstream/request-head.ts): a
+   * method, target, name or value with a byte no request line or field line may carry (CR, LF, NUL,
+   * a control byte, a character above U+00FF). Nothing was written. The front ends refuse all of
+   * these first; this is the defence behind them, counted (mvproxy_upstream_writes_refused_total).
+   */
+  MVP_ERR_UNSAFE_REQUEST_FIELD: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'the request carries a byte mvproxy will not write upstream', notSent: true },
+  /** The upstream's address (the Host mvproxy writes) is not a valid host: a peer address from a Lease, say. Nothing was written. */
+  MVP_ERR_UNSAFE_UPSTREAM_ADDRESS: { scope: 'answered', status: 502, reason: 'InternalError', message: "the upstream's address is not a valid Host", notSent: true },
+  /** Two Content-Length fields, or Content-Length with Transfer-Encoding: the body could be read two ways (listener/head-check.ts). */
   MVP_ERR_BAD_FRAMING: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'the request body framing is ambiguous (more than one Content-Length, or Content-Length with Transfer-Encoding)' },
   /**
    * A Transfer-Encoding other than exactly `chunked`. 501 as Go's net/http answers; metav1 has no

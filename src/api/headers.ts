@@ -14,3 +14,12 @@ export const PeerProxiedHeader = 'x-kubernetes-peer-proxied';
  * response head drops it).
  */
 export const NotSentHeader = 'x-mvproxy-not-sent';
+
+/**
+ * On the peer hop, beside the identity mvproxy asserts: the byte length of each identity field's
+ * value, in order ("9,14,74"). The uWS peer listener's parser drops bytes >= 0x80 at both ends of a
+ * value (it skips bytes below 33 as signed chars: README "Limitations"), which would assert another
+ * user ("adminé" as "admin") or group; it refuses a request whose identity arrived with other
+ * lengths (listener/head-check.ts identityLengthsProblem). Never forwarded from a client.
+ */
+export const IdentityLengthsHeader = 'x-mvproxy-identity-lengths';

@@ -49,6 +49,7 @@ export async function listenClient(c: CompletedConfig, p: Components): Promise<C
           target: localURL,
           tls: localTLS,
           identityRules,
+          metrics: p.metrics,
           headTimeoutMs: config.requestTimeoutMs,
           peerFor: (method, url, headers) => handler.upgradePeer(method, url, firstValue(headers, PeerProxiedHeader)),
           peerTLS: c.peerTLS,
@@ -98,6 +99,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
       files: { certFile: (config.peerTLSCertFile ?? config.tlsCertFile)!, keyFile: (config.peerTLSPrivateKeyFile ?? config.tlsPrivateKeyFile)!, caFile: config.requestheaderClientCAFile! },
       ciphers: policy.ciphers,
       allowedNames: config.requestheaderAllowedNames,
+      isIdentityHeader: (name) => c.identityRules.isIdentityHeader(name),
       onRequest: (ex) => handler.handlePeer(ex),
       onRejected,
       // Upgrades between peers are not proxied (in-tree they would arrive without identity, docs/kubernetes-mvp.md §2.3).
@@ -147,6 +149,7 @@ function clientUpgrade(c: CompletedConfig, p: Components): UpgradeHandler {
       tunnels,
       identity: user === null || isRefusal(user) ? undefined : user,
       identityRules,
+      metrics: p.metrics,
       headTimeoutMs: config.requestTimeoutMs,
       draining: lifecycle.draining,
     });
@@ -161,5 +164,5 @@ function peerUpgrade(c: CompletedConfig, p: Components): UpgradeHandler {
   const { config, localURL, localTLS, identityRules } = c;
   const { lifecycle, tunnels, log } = p;
   return (req, socket, head) =>
-    tunnelUpgrade(req, socket, head, { target: localURL, tls: localTLS, log, tunnels, identityRules, trustIdentityHeaders: true, headTimeoutMs: config.requestTimeoutMs, draining: lifecycle.draining });
+    tunnelUpgrade(req, socket, head, { target: localURL, tls: localTLS, log, tunnels, identityRules, metrics: p.metrics, trustIdentityHeaders: true, headTimeoutMs: config.requestTimeoutMs, draining: lifecycle.draining });
 }

@@ -4,7 +4,7 @@
 
 import type { Readable } from 'node:stream';
 import type { Identity } from '../api/identity';
-import type { AnsweredCode } from '../api/errors';
+import type { Refusal } from './head-check';
 
 /** Request header block limit of both front ends (node: maxHeaderSize; uWS: UWS_HTTP_MAX_HEADERS_SIZE). */
 export const MAX_HEADER_BYTES = 16 * 1024;
@@ -67,9 +67,16 @@ export interface ClientResponse {
   readonly headersSent: boolean;
 }
 
+/**
+ * One request as a front end read it. Every string is a byte string, one character a byte (latin1),
+ * as the client sent it (listener/head-check.ts: uWS's UTF-8 is turned back into bytes), and the
+ * head passed HeadCheck unless `refusal` says why not.
+ */
 export interface Exchange {
   /** Method as sent, e.g. GET. */
   readonly method: string;
+  /** The request target exactly as sent: what goes upstream (path, '?' if sent, query). */
+  readonly target: string;
   /** Raw path of the request target, still percent-encoded. */
   readonly path: string;
   /** Raw query without '?', or ''. */
@@ -78,11 +85,6 @@ export interface Exchange {
   readonly headers: readonly string[];
   /** The request's Content-Length, or -1 when it sent none (no body, or chunked / an HTTP/2 body of unknown length). */
   readonly contentLength: number;
-  /**
-   * Header values were decoded as UTF-8 by the front end (uWS), not handed over one latin1
-   * character a byte (node): the upstream client re-encodes non-ASCII ones to their bytes.
-   */
-  readonly utf8HeaderValues: boolean;
   /** First value of x-kubernetes-peer-proxied, if sent. */
   readonly peerProxied: string | undefined;
   readonly remoteAddress: string;
@@ -94,11 +96,12 @@ export interface Exchange {
   /** True once the client went away. */
   readonly clientClosed: boolean;
   /**
-   * Set when the request is refused before anything is forwarded (listener/framing.ts): its body
-   * framing is ambiguous or unsupported, or it has an Expect other than 100-continue. Answered with
-   * it, and the connection closes after the answer (as Go's net/http does for both).
+   * Set when the request is refused before anything is forwarded (listener/head-check.ts): a
+   * request line, field or body framing Go's server refuses, or an Expect other than 100-continue.
+   * Answered with it, and the connection closes after the answer, as Go's net/http closes it:
+   * nothing pipelined behind it is read.
    */
-  readonly refusal: AnsweredCode | undefined;
+  readonly refusal: Refusal | undefined;
   /** The user of a client certificate the front end verified (--client-ca-file), if any. */
   readonly identity?: Identity;
   /** A verified client certificate whose user mvproxy will not assert (api/identity.ts): the 401 Status's message. */

@@ -14,11 +14,11 @@ import http2 from 'node:http2';
 import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
-import { NodeExchange } from './node-http';
+import { NodeExchange, behindRefusal } from './node-http';
 import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
-import { answerStatus } from './answer';
+import { answerStatus, closeAfterAnswer } from './answer';
 import { peerCertificateProblem } from './peer-auth';
 
 export interface NodeListenerOptions {
@@ -46,6 +46,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
   // Per connection: what its verified certificate makes of a request, computed once.
   const perSocket = new WeakMap<TLSSocket, CertificateUser>();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (behindRefusal(req)) return;
     let user: CertificateUser | undefined;
     if (users !== null) {
       const sock = req.socket as TLSSocket;
@@ -79,7 +80,13 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
       if (presented && Object.keys(presented).length > 0) sock.destroy();
     });
   }
-  if (o.onUpgrade) server.on('upgrade', o.onUpgrade);
+  const onUpgrade = o.onUpgrade;
+  if (onUpgrade) {
+    server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+      if (behindRefusal(req)) return closeBehindRefusal(socket);
+      onUpgrade(req, socket, head);
+    });
+  }
   answerExpectations(server, handler);
   return start(server, o.host, o.port, state);
 }
@@ -112,6 +119,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   const state = new ListenerState(o.lifecycle);
   const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (behindRefusal(req)) return;
     // The TLS connection: on HTTP/2, req.socket is a proxy made per request; the session's socket is the one.
     const sock = ((req as unknown as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket) as TLSSocket;
     let why = verdicts.get(sock);
@@ -145,6 +153,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   // identity, and they are taken from a peer whose certificate may use this listener. Otherwise a
   // Status, and the connection closes; nothing after the upgrade request is read.
   server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    if (behindRefusal(req)) return closeBehindRefusal(socket);
     socket.on('error', () => undefined);
     const sock = req.socket as TLSSocket;
     let why = verdicts.get(sock);
@@ -155,6 +164,13 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     answerStatus(socket, ErrorCode.MVP_ERR_PEER_UPGRADE);
   });
   return start(server, o.host, o.port, state);
+}
+
+/** An upgrade pipelined behind a refused request: never read; the connection ends after the refusal's answer. */
+function closeBehindRefusal(socket: Socket): void {
+  socket.on('error', () => undefined);
+  socket.pause();
+  closeAfterAnswer(socket);
 }
 
 /**

@@ -7,8 +7,8 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { ClientResponse, Exchange, ListenerState, ResponseHead } from './exchange';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
-import type { AnsweredCode } from '../api/errors';
-import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
+import { ErrorCode } from '../api/errors';
+import { HeadCheck, contentLengthValue, expectationRefusal, type Refusal } from './head-check';
 
 /**
  * How long a connection closed with its request body unread stays half-open after the response
@@ -112,15 +112,26 @@ export class NodeResponse implements ClientResponse {
   }
 }
 
+/** HTTP/1.x connections whose request was refused: they close after its answer. */
+const CLOSING = new WeakSet<Socket>();
+
+/**
+ * Whether a request arrived on a connection that closes after a refused request before it (a request
+ * pipelined behind it): it is never read, as Go's server never reads past a request it refused. A
+ * request behind a 501 or 417 used to go upstream under the client's identity (issue 38).
+ */
+export function behindRefusal(req: IncomingMessage): boolean {
+  return CLOSING.has(req.socket);
+}
+
 export class NodeExchange implements Exchange {
   readonly method: string;
+  readonly target: string;
   readonly path: string;
   readonly query: string;
   readonly headers: string[];
   readonly peerProxied: string | undefined;
   readonly contentLength: number = -1;
-  /** node's parser hands each header byte over as one latin1 character. */
-  readonly utf8HeaderValues = false;
   readonly remoteAddress: string;
   readonly body: Readable | null;
   readonly res: NodeResponse;
@@ -128,11 +139,14 @@ export class NodeExchange implements Exchange {
   clientClosed = false;
   readonly identity?: Identity;
   readonly identityRefusal?: string;
-  readonly refusal: AnsweredCode | undefined;
+  readonly refusal: Refusal | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, state: ListenerState, user: CertificateUser = null) {
-    this.method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    // node's parsers hand every byte over as one latin1 character: the method, the target (an
+    // HTTP/2 :path too) and each field are the client's bytes already.
+    this.method = req.method ?? '';
+    const check = new HeadCheck(false);
+    const url = (this.target = check.requestLine(this.method, req.url ?? ''));
     const q = url.indexOf('?');
     this.path = q === -1 ? url : url.slice(0, q);
     this.query = q === -1 ? '' : url.slice(q + 1);
@@ -142,24 +156,28 @@ export class NodeExchange implements Exchange {
     let hasBody = false;
     let sawLength = false;
     let expect: string | undefined;
-    const framing = new FramingCheck();
+    const h2 = req.httpVersionMajor === 2;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
       if (name.charCodeAt(0) === 0x3a /* : */) continue; // HTTP/2 pseudo-headers (:method, :path, :authority, :scheme)
-      headers.push(name, raw[i + 1]);
+      const value = check.field(name, raw[i + 1]);
+      headers.push(name, value);
       if (name === 'x-kubernetes-peer-proxied') {
-        if (peerProxied === undefined) peerProxied = raw[i + 1];
+        if (peerProxied === undefined) peerProxied = value;
       } else if (name === 'content-length' || name === 'transfer-encoding') {
-        framing.see(name, raw[i + 1]);
         sawLength = true;
-        if (name === 'content-length') this.contentLength = contentLengthValue(raw[i + 1]);
-        if (name === 'transfer-encoding' || raw[i + 1] !== '0') hasBody = true;
-      } else if (name === 'expect') expect ??= raw[i + 1];
+        if (name === 'content-length') this.contentLength = contentLengthValue(value);
+        if (name === 'transfer-encoding' || value !== '0') hasBody = true;
+      } else if (name === 'expect') expect ??= value;
     }
     // HTTP/2 frames its body itself: a request has one unless its HEADERS frame ended the stream
     // (a Content-Length, when sent, still counts as above).
-    if (req.httpVersionMajor === 2 && !hasBody && !sawLength) hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
-    this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
+    if (h2 && !hasBody && !sawLength) hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
+    // llhttp takes a request line without a version as HTTP/0.9, and went on to read header lines
+    // after it (the differential test found one forwarded as HTTP/1.1); Go's server answers 400.
+    // HTTP/1.1 needs a Host field (Go: "missing required Host header"); HTTP/2 has :authority.
+    const lineRefusal = h2 || req.httpVersionMajor === 1 ? undefined : { code: ErrorCode.MVP_ERR_BAD_REQUEST_LINE, message: `malformed HTTP version HTTP/${req.httpVersion}` };
+    this.refusal = lineRefusal ?? check.verdict(!h2 && req.httpVersionMinor === 1) ?? (expect === undefined ? undefined : expectationRefusal(expect));
     if (isRefusal(user)) this.identityRefusal = certificateRefusal(user, headers);
     else if (user !== null) this.identity = user;
     // Expect: 100-continue (node:http's checkContinue: nothing sent yet). As Go's net/http: the
@@ -171,7 +189,10 @@ export class NodeExchange implements Exchange {
     this.remoteAddress = req.socket.remoteAddress ?? '';
     this.body = hasBody ? req : null;
     this.res = new NodeResponse(res, req, hasBody, state);
-    if (this.refusal !== undefined) this.res.closeAfter = true;
+    if (this.refusal !== undefined) {
+      this.res.closeAfter = true;
+      if (!h2) CLOSING.add(req.socket);
+    }
     res.on('close', () => {
       // node:http2's compatibility response reports a stream the client reset (RST_STREAM, GOAWAY,
       // the connection gone) as finished too ('finish', then 'close' with writableFinished true):

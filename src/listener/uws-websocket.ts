@@ -21,7 +21,7 @@ import type { WebSocket as WsClient } from 'ws';
 import { ErrorCode, errorResponse, type AnsweredCode } from '../api/errors';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import type { ListenerState } from './exchange';
-import { isOriginForm } from './framing';
+import { HeadCheck, isOriginForm } from './head-check';
 
 /** Per-connection buffering that pauses the other side (bytes). */
 export const HIGH_WATER = 1024 * 1024;
@@ -32,9 +32,9 @@ export const MAX_BUFFERED = 16 * 1024 * 1024;
 /** What the front end read from the client's upgrade request (synchronously, before any await). */
 export interface WebSocketUpgradeRequest {
   method: string;
-  /** path?query, still percent-encoded */
+  /** The request target as the client's bytes (path?query, still percent-encoded). */
   url: string;
-  /** flat [name, value, ...], names lowercased, wire order */
+  /** flat [name, value, ...], names lowercased, wire order, values as bytes */
   headers: string[];
   remoteAddress: string;
   identity?: Identity;
@@ -56,7 +56,9 @@ type DialFailure =
   | typeof ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT
   | typeof ErrorCode.MVP_ERR_UPGRADE_FAILED
   | typeof ErrorCode.MVP_ERR_UPGRADE_REFUSED
-  | typeof ErrorCode.MVP_ERR_BAD_REQUEST_TARGET;
+  | typeof ErrorCode.MVP_ERR_BAD_REQUEST_TARGET
+  | typeof ErrorCode.MVP_ERR_UNSAFE_REQUEST_FIELD
+  | typeof ErrorCode.MVP_ERR_UNSAFE_UPSTREAM_ADDRESS;
 
 /** Opens the upstream WebSocket for a client's upgrade; returns a function that abandons it. */
 export type WebSocketDialer = (req: WebSocketUpgradeRequest, cb: BridgeCallbacks) => () => void;
@@ -165,15 +167,21 @@ export function routeWebSockets(app: TemplatedApp, holder: WebSocketRouteHolder)
 function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
   const dial = holder.webSocket;
   const key = req.getHeader('sec-websocket-key');
+  // The same checks and the same bytes as any request (listener/head-check.ts): uWS decoded the
+  // target and each value as UTF-8.
+  const check = new HeadCheck(true);
+  const method = req.getCaseSensitiveMethod();
+  const query = req.getQuery();
+  const url = check.requestLine(method, query === undefined ? req.getUrl() : req.getUrl() + '?' + query);
   const headers: string[] = [];
   req.forEach((k, v) => {
-    headers.push(k, v);
+    headers.push(k, check.field(k, v));
   });
-  const query = req.getQuery();
+  const refusal = check.verdict(true);
   const user = holder.userOf(res);
   const upgrade: WebSocketUpgradeRequest = {
-    method: req.getCaseSensitiveMethod(),
-    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    method,
+    url,
     headers,
     remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
     identity: user === null || isRefusal(user) ? undefined : user,
@@ -185,12 +193,13 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
     abandon?.();
   });
   if (dial === null) return answer(res, ErrorCode.MVP_ERR_UPGRADE_UNSUPPORTED);
+  if (refusal !== undefined) return answer(res, refusal.code, refusal.message);
   const refused = certificateRefusal(user, headers);
   if (refused !== undefined) return answer(res, ErrorCode.MVP_ERR_CERTIFICATE_USER, refused);
   if (holder.state.draining) return answer(res, ErrorCode.MVP_ERR_SHUTTING_DOWN);
   if (hasBody(headers)) return answer(res, ErrorCode.MVP_ERR_UPGRADE_REFUSED, 'an upgrade request must not carry a body');
   // The dialer sends the target verbatim to the configured origin (upstream/websocket.ts); one that
-  // is not origin-form is refused here first, as on any request (framing.ts isOriginForm).
+  // is not origin-form is refused here first, as on any request (head-check.ts isOriginForm).
   if (!isOriginForm(upgrade.url)) return answer(res, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
   abandon = dial(upgrade, {
     accept(protocol, upstream) {

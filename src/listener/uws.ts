@@ -32,8 +32,8 @@ import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, ty
 import { CertificateUsers, certificateRefusal, isRefusal, type Identity } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
 import { X509Certificate } from 'node:crypto';
-import { codedError, ErrorCode, type AnsweredCode } from '../api/errors';
-import { FramingCheck, contentLengthValue, expectationRefusal } from './framing';
+import { codedError, ErrorCode } from '../api/errors';
+import { HeadCheck, contentLengthValue, expectationRefusal, identityLengthsProblem, type Refusal } from './head-check';
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
 import { peerCertificateProblem } from './peer-auth';
@@ -400,6 +400,12 @@ function isDate(name: string): boolean {
   return name.length === 4 && (name.charCodeAt(0) | 0x20) === 0x64 && name.toLowerCase() === 'date';
 }
 
+/** A Connection field value lists the token `close`. */
+function hasCloseToken(v: string): boolean {
+  for (const t of v.split(',')) if (t.trim().toLowerCase() === 'close') return true;
+  return false;
+}
+
 function hasConnectionClose(h: readonly string[]): boolean {
   for (let i = 0; i < h.length; i += 2) if (h[i] === 'connection' && h[i + 1] === 'close') return true;
   return false;
@@ -407,45 +413,52 @@ function hasConnectionClose(h: readonly string[]): boolean {
 
 class UwsExchange implements Exchange {
   readonly method: string;
+  readonly target: string;
   readonly path: string;
   readonly query: string;
   readonly headers: string[] = [];
   peerProxied: string | undefined;
   contentLength = -1;
-  /** uWS hands header values over decoded as UTF-8. */
-  readonly utf8HeaderValues = true;
   readonly remoteAddress: string;
   body: Readable | null = null;
   readonly res: UwsResponse;
   onClientClose: (() => void) | null = null;
   clientClosed = false;
   upgrade = false;
-  readonly refusal: AnsweredCode | undefined;
+  readonly refusal: Refusal | undefined;
   readonly identity?: Identity;
   readonly identityRefusal?: string;
   /** Peer listener (listenPeerUWS): why this connection's certificate may not use it, or null. */
   peerProblem: string | null = null;
 
-  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, users: CertificateUsers | null, jsonStreamLead: boolean) {
+  constructor(res: HttpResponse, req: HttpRequest, state: ListenerState, users: CertificateUsers | null, jsonStreamLead: boolean, identityCheck: IdentityCheck | undefined) {
     this.method = req.getCaseSensitiveMethod();
-    this.path = req.getUrl();
-    this.query = req.getQuery() ?? '';
+    // uWS decodes the target as UTF-8 and splits it at the first '?' (getQuery() is undefined
+    // without one, '' for a bare '?'): put together and turned back into the client's bytes.
+    const query = req.getQuery();
+    const check = new HeadCheck(true);
+    const target = (this.target = check.requestLine(this.method, query === undefined ? req.getUrl() : req.getUrl() + '?' + query));
+    const q = target.indexOf('?');
+    this.path = q === -1 ? target : target.slice(0, q);
+    this.query = q === -1 ? '' : target.slice(q + 1);
     const headers = this.headers;
     let hasBody = false;
     let expect: string | undefined;
-    const framing = new FramingCheck();
-    req.forEach((k, v) => {
+    let closeAsked = false;
+    req.forEach((k, raw) => {
+      const v = check.field(k, raw);
       headers.push(k, v);
       if (k === 'x-kubernetes-peer-proxied') {
         if (this.peerProxied === undefined) this.peerProxied = v;
       } else if (k === 'content-length' || k === 'transfer-encoding') {
-        framing.see(k, v);
         if (k === 'transfer-encoding' || v !== '0') hasBody = true;
         if (k === 'content-length') this.contentLength = contentLengthValue(v);
       } else if (k === 'upgrade') this.upgrade = true;
       else if (k === 'expect') expect ??= v;
+      else if (k === 'connection' && hasCloseToken(v)) closeAsked = true;
     });
-    this.refusal = framing.verdict() ?? (expect === undefined ? undefined : expectationRefusal(expect));
+    // This build serves HTTP/1.1 only (505 to anything else): a Host field is required.
+    this.refusal = check.verdict(true) ?? identityCheck?.(headers) ?? (expect === undefined ? undefined : expectationRefusal(expect));
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     // uSockets with ca_file_name verifies a certificate the client sends (SSL_VERIFY_PEER: one that
     // does not verify fails the handshake) and lets clients without one through (bearer tokens).
@@ -456,6 +469,9 @@ class UwsExchange implements Exchange {
       else if (u !== null) this.identity = u;
     }
     this.res = new UwsResponse(res, state, jsonStreamLead);
+    // This build reads only the first Connection field: `close` in another one (as Go reads every
+    // one) left the connection open after the answer.
+    if (closeAsked) this.res.closeAfter = true;
     res.onAborted(() => {
       this.res.aborted = true;
       this.clientClosed = true;
@@ -586,7 +602,12 @@ interface CallbackHolder extends WebSocketRouteHolder {
   readonly peerProblem?: (res: HttpResponse) => string | null;
   /** A connection closed unanswered because its client certificate is too large for this build (oversizedCertificate). */
   readonly onOversizedCertificate?: (derBytes: number, remoteAddress: string) => void;
+  /** Peer listener: refuses identity headers this build's parser may have changed (head-check.ts identityLengthsProblem). */
+  readonly identityCheck?: IdentityCheck;
 }
+
+/** A check of a request's identity headers as they arrived (the peer listener's). */
+type IdentityCheck = (headers: readonly string[]) => Refusal | undefined;
 
 /**
  * The largest client certificate (DER bytes of the leaf) this uWS build can answer over TLS 1.3.
@@ -635,7 +656,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
         return;
       }
     }
-    const ex = new UwsExchange(res, req, holder.state, holder.certificateUsers, holder.peerProblem === undefined);
+    const ex = new UwsExchange(res, req, holder.state, holder.certificateUsers, holder.peerProblem === undefined, holder.identityCheck);
     if (holder.peerProblem) ex.peerProblem = holder.peerProblem(res);
     // A refused request and a refused upgrade are answered on the next turn, not now: this uWS
     // build goes on parsing the bytes after the head (with two Content-Length fields, or behind an
@@ -654,6 +675,16 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       ex.res.closeAfter = true;
       setImmediate(() => {
         if (!ex.clientClosed) cb.onUpgradeRefused(ex);
+      });
+    } else if (!SAFE_METHODS.has(ex.method)) {
+      // Pipelining (README "Security"): this build closes a connection on which a request arrives
+      // while an answer is pending, in native code, before JavaScript sees it: the requests before
+      // lose their answers. A request that changes something is sent only on the next turn, after
+      // the bytes that came with it were parsed: if another request was pipelined behind it in the
+      // same read, uWS has closed the connection by then and it is never sent, so it cannot run
+      // without its client hearing of it (a client then retries a create it never learnt ran).
+      setImmediate(() => {
+        if (!ex.clientClosed) cb.onRequest(ex);
       });
     } else cb.onRequest(ex);
   });
@@ -776,6 +807,8 @@ export interface UwsPeerListenerOptions {
   ciphers?: string;
   /** --requestheader-allowed-names; empty = any CN signed by the CA. */
   allowedNames: readonly string[];
+  /** Front-proxy identity header names (--requestheader-*-headers), lowercase: their values are checked as they arrived. */
+  isIdentityHeader(lowerName: string): boolean;
   onRequest(ex: Exchange): void;
   /** A request whose connection presented no certificate, or one whose CN is not allowed: answered 401. */
   onRejected(ex: Exchange, why: string): void;
@@ -825,6 +858,7 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
     webSocket: null,
     userOf: () => null,
     peerProblem,
+    identityCheck: (headers) => identityLengthsProblem(headers, o.isIdentityHeader),
   };
   return listenApps(uws, o.host, port, holder, o.files, (files) => {
     const app = sslApp(uws, files!, o.ciphers);
@@ -832,6 +866,9 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
     return app;
   });
 }
+
+/** Methods that change nothing (RFC 9110 §9.2.1): sent at once; the others on the next turn (routeAll). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The one byte a JSON watch's body starts with on uWS, so that its head goes out at once (see the top of this file). */
 const JSON_STREAM_LEAD = Buffer.from(' ');

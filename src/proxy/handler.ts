@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../api/errors';
 import type { HealthChecks } from '../observability/healthz';
 import type { Exchange } from '../listener/exchange';
-import { isOriginForm } from '../listener/framing';
+import { isOriginForm } from '../listener/head-check';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
 import { serveDiscovery } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
@@ -142,9 +142,9 @@ export class ProxyHandler {
     if (own?.status === 500) return writeHealth(ex, own);
     // A health path passes to the local apiserver also while draining (its /livez stays meaningful).
     if (this.o.lifecycle.draining && own === undefined) return writeStatus(ex, ErrorCode.MVP_ERR_SHUTTING_DOWN);
-    if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
+    if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal.code, ex.refusal.message);
     if (ex.identityRefusal !== undefined) return writeStatus(ex, ErrorCode.MVP_ERR_CERTIFICATE_USER, ex.identityRefusal);
-    // Only origin-form targets (listener/framing.ts isOriginForm says why).
+    // Only origin-form targets (listener/head-check.ts isOriginForm says why).
     if (!isOriginForm(ex.path)) return writeStatus(ex, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
     const start = performance.now();
     const snap = this.o.snapshots.current;
@@ -189,7 +189,7 @@ export class ProxyHandler {
   /** A request that arrived on the peer listener from a verified peer: served by the local apiserver, never proxied again. */
   handlePeer(ex: Exchange): void {
     if (this.o.lifecycle.draining) return writeStatus(ex, ErrorCode.MVP_ERR_PEER_SHUTTING_DOWN);
-    if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal);
+    if (ex.refusal !== undefined) return writeStatus(ex, ex.refusal.code, ex.refusal.message);
     if (!isOriginForm(ex.path)) return writeStatus(ex, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
     const snap = this.o.snapshots.current;
     const info = newRequestInfo(ex.method, ex.path, ex.query, snap.table.names, /* selectorName */ false);

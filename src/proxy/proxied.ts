@@ -21,7 +21,7 @@ import type { Attempt, AttemptFactory, AttemptReport } from '../upstream/h1/atte
 import type { OriginPool } from '../upstream/h1/origin';
 import type { AttemptHead } from '../upstream/h1/attempt';
 import { H2Attempt } from '../upstream/h2/attempt';
-import { CHUNKED_BODY, NO_BODY, headCarriesIdentity, requestHead, requestHeaders2, type RequestHeadOptions } from '../upstream/h1/request-head';
+import { CHUNKED_BODY, NO_BODY, UnsafeFieldError, headCarriesIdentity, requestHead, requestHeaders2, type RequestHeadOptions } from '../upstream/request-head';
 import { isFailoverSafe, isSafeMethod, type HeldAnswer } from '../upstream/failover';
 import type { IdentityHeaderRules } from '../upstream/headers';
 import type { PeerPools } from '../upstream/pools';
@@ -262,7 +262,6 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       identity: ex.identity,
       peerHop,
       bodyLength: body !== undefined ? body.length : ex.body === null ? (ex.contentLength === 0 ? 0 : NO_BODY) : ex.contentLength >= 0 ? ex.contentLength : CHUNKED_BODY,
-      utf8Values: ex.utf8HeaderValues,
     };
   }
 
@@ -271,7 +270,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     const ex = this.ex;
     this.holdStatuses = holdStatuses;
     this.answer = A_WAITING;
-    const target = ex.query ? ex.path + '?' + ex.query : ex.path;
+    const target = ex.target;
     const fromAPIServer = this.route === 'local';
     const h1 = () =>
       c.newAttempt(this, pool, {
@@ -283,9 +282,19 @@ export class ProxiedRequest implements AttemptReport, Tracked {
         replayable: isSafeMethod(ex.method) && (this.body !== undefined || ex.body === null),
       });
     // A long-running request without a body shares an HTTP/2 session to an upstream that offers h2
-    // (upstream/h2: many watches, few connections); everything else is one HTTP/1.1 exchange.
+    // (upstream/h2: many watches, few connections); everything else is one HTTP/1.1 exchange. The
+    // HTTP/1.1 head an h2 attempt may fall back to is checked as its fields were (the same checks).
     const h2 = pool.h2;
-    const attempt = this.longRunning && h2 !== undefined && h2.state !== 'h1' && ex.body === null && this.body === undefined ? new H2Attempt(this, h2, requestHeaders2(ex.method, target, ex.headers, o), fromAPIServer, h1) : h1();
+    let attempt: Attempt;
+    try {
+      attempt = this.longRunning && h2 !== undefined && h2.state !== 'h1' && ex.body === null && this.body === undefined ? new H2Attempt(this, h2, requestHeaders2(ex.method, target, ex.headers, o), fromAPIServer, h1) : h1();
+    } catch (e) {
+      if (!(e instanceof UnsafeFieldError)) throw e;
+      // Nothing was written: the one writer refused a field the front end let through.
+      c.metrics.upstreamWritesRefused.inc({ part: e.part });
+      c.log.info(1, `${e.code}: ${e.message}`, { route: this.route, path: ex.path });
+      return this.fail(e.code, this.route);
+    }
     this.attempt = attempt;
     if (!this.tracked) {
       this.tracked = true;

@@ -124,6 +124,8 @@ export class Metrics {
   readonly nopeerRequests: Counter;
   readonly requestDuration: Histogram<'route' | 'verb' | 'code'>;
   readonly upstreamConnectErrors: Counter<'route' | 'peer'>;
+  /** Requests the one writer of upstream heads refused to write (upstream/request-head.ts), by the part it refused. */
+  readonly upstreamWritesRefused: Counter<'part'>;
   readonly reroutedDuration: Histogram<'peer'>;
   /** What the scrape-time gauges read (readFrom). */
   private sources: MetricsSources = NO_SOURCES;
@@ -178,6 +180,12 @@ export class Metrics {
       registers,
     });
     this.upstreamConnectErrors = new Counter({ name: 'mvproxy_upstream_errors_total', help: '[ALPHA] Requests whose upstream failed before answering (no connection, reset, timeout), by route, and for the peer route by peer', labelNames: ['route', 'peer'], registers });
+    this.upstreamWritesRefused = new Counter({
+      name: 'mvproxy_upstream_writes_refused_total',
+      help: '[ALPHA] Requests not sent because a method, target, Host, header name or value carried a byte no request line or field may carry (the front ends refuse these first: any count here is a front-end gap), by part',
+      labelNames: ['part'],
+      registers,
+    });
     this.reroutedDuration = new Histogram({
       name: 'mvproxy_rerouted_request_duration_seconds',
       help: '[ALPHA] Time from receiving a request proxied to a peer to the end of its response, by peer (long-running requests are not observed)',

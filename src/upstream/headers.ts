@@ -6,9 +6,14 @@
 // x-kubernetes-peer-proxied is *set* (not added, unlike in-tree) on the peer hop so that a client's
 // `false` cannot survive next to our `true` and cause a second hop (docs/kubernetes-mvp.md §2.2, §9).
 // Authorization and Impersonate-* pass through unchanged: the apiserver authenticates and
-// authorizes them.
+// authorizes them. Expect is answered by the front end itself (100 Continue, or 417 for anything
+// else), as Go's net/http server does before a handler reads the body, and never forwarded: the
+// upstream client sends the body whole (undici refused the header: "expect header not supported",
+// which turned every `Expect: 100-continue` upload, curl's past 1 MB, into a 503). The rules are
+// applied, and every field written checked, by the one writer of upstream heads
+// (upstream/request-head.ts).
 
-import { NotSentHeader, PeerProxiedHeader } from '../api/headers';
+import { IdentityLengthsHeader, NotSentHeader } from '../api/headers';
 import type { Identity } from '../api/identity';
 import type { ResponseHead } from '../listener/exchange';
 
@@ -64,7 +69,10 @@ const DEFAULT_IDENTITY_RULES = new IdentityHeaderRules();
  * apiserver answered 401 (the front-proxy certificate with no user header, see carriesIdentity).
  */
 export function ownPeerIdentityHeaders(rules: IdentityHeaderRules = DEFAULT_IDENTITY_RULES): Record<string, string> {
-  return { [rules.userHeader]: 'system:apiserver', [rules.groupHeader]: 'system:authenticated' };
+  const user = 'system:apiserver';
+  const group = 'system:authenticated';
+  // With the byte lengths a uWS peer listener checks them against (api/headers.ts IdentityLengthsHeader).
+  return { [rules.userHeader]: user, [rules.groupHeader]: group, [IdentityLengthsHeader]: `${user.length},${group.length}` };
 }
 
 /**
@@ -93,66 +101,6 @@ export function headerKeyEscape(key: string): string {
     const c = String.fromCharCode(b);
     out += c !== '%' && /^[!#$%&'*+\-.^_`|~0-9A-Za-z]$/.test(c) ? c : '%' + b.toString(16).toUpperCase().padStart(2, '0');
   }
-  return out;
-}
-
-export interface ForwardHeaderOptions {
-  /** The client's address, appended to X-Forwarded-For. */
-  remoteAddress: string;
-  /** Identity header names; default X-Remote-User, X-Remote-Group, X-Remote-Extra-. */
-  identityRules?: IdentityHeaderRules;
-  /** Pass incoming identity headers through: only for requests from a verified peer (its source mvproxy set them). */
-  trustIdentityHeaders?: boolean;
-  /** The user mvproxy authenticated itself (client certificate), written as identity headers. */
-  identity?: Identity;
-  /** Set x-kubernetes-peer-proxied: true (the peer hop). Otherwise any client value passes through to the local apiserver, as in-tree. */
-  peerHop: boolean;
-  /** Keep Upgrade and send `Connection: Upgrade` (a protocol upgrade is being requested). */
-  upgrade?: boolean;
-}
-
-/**
- * Builds the upstream request's headers from the client's, as a flat [name, value, ...] list.
- * @param incoming flat list, names lowercased, wire order, duplicates kept
- */
-export function forwardRequestHeaders(incoming: readonly string[], o: ForwardHeaderOptions): string[] {
-  const out: string[] = [];
-  const rules = o.identityRules ?? DEFAULT_IDENTITY_RULES;
-  let connectionTokens: string | undefined;
-  let xff: string | undefined;
-  for (let i = 0; i < incoming.length; i += 2) {
-    const name = incoming[i];
-    if (name === 'connection') connectionTokens = connectionTokens ? connectionTokens + ',' + incoming[i + 1] : incoming[i + 1];
-  }
-  const named = connectionTokens ? connectionHeaderNames(connectionTokens) : undefined;
-  for (let i = 0; i < incoming.length; i += 2) {
-    const name = incoming[i];
-    const value = incoming[i + 1];
-    if (name === 'host') continue;
-    if (HOP_BY_HOP.has(name)) {
-      // An upgrade keeps the client's Upgrade tokens; its Connection is rewritten below (only
-      // `Upgrade`: any header the client named there is dropped above, as on any request).
-      if (o.upgrade && name === 'upgrade') out.push(name, value);
-      continue;
-    }
-    // Expect is answered by the front end itself (100 Continue, or 417 for anything else), as Go's
-    // net/http server does before a handler reads the body; the upstream client sends the body
-    // whole and refuses the header (undici: "expect header not supported"), which used to turn every
-    // `Expect: 100-continue` upload (curl adds it past 1 MB) into a 503.
-    if (name === 'expect') continue;
-    if (named !== undefined && named.has(name)) continue;
-    if (!o.trustIdentityHeaders && rules.isIdentityHeader(name)) continue;
-    if (name === 'x-forwarded-for') {
-      xff = xff === undefined ? value : xff + ', ' + value;
-      continue;
-    }
-    if (o.peerHop && name === PeerProxiedHeader) continue;
-    out.push(name, value);
-  }
-  out.push('x-forwarded-for', xff === undefined ? o.remoteAddress : xff + ', ' + o.remoteAddress);
-  if (o.upgrade) out.push('connection', 'Upgrade');
-  if (o.peerHop) out.push(PeerProxiedHeader, 'true');
-  if (o.identity) out.push(...identityHeaders(o.identity, rules));
   return out;
 }
 

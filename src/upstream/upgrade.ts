@@ -21,13 +21,15 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { carriesIdentity, forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
+import { carriesIdentity, responseHeadFrom, type IdentityHeaderRules } from './headers';
+import { forwardRequestHeaders, UnsafeFieldError } from './request-head';
+import type { Metrics } from '../telemetry/metrics';
 import { ErrorCode } from '../api/errors';
 import type { Identity } from '../api/identity';
 import type { TLSFiles } from './pools';
 import type { Logger } from '../telemetry/log';
 import { answerStatus, closeAfterAnswer } from '../listener/answer';
-import { FramingCheck, isOriginForm } from '../listener/framing';
+import { HeadCheck, isOriginForm, type Refusal } from '../listener/head-check';
 
 /** Open tunnels of one daemon, so its shutdown can cut them (an exec session never ends by itself). */
 export class Tunnels {
@@ -51,7 +53,9 @@ export interface UpgradeOptions {
   tunnels: Tunnels;
   /** The user of the client's verified certificate, forwarded as front-proxy headers. */
   identity?: Identity;
-  identityRules?: IdentityHeaderRules;
+  identityRules: IdentityHeaderRules;
+  /** Counts a head the writer refused (mvproxy_upstream_writes_refused_total). */
+  metrics: Pick<Metrics, 'upstreamWritesRefused'>;
   /** The longest wait for the upstream's answer to the upgrade request (--request-timeout): then 504. */
   headTimeoutMs: number;
   /** The listener is draining: answered 429 (as any request on the client listener then). */
@@ -69,29 +73,32 @@ export interface UpgradeOptions {
 }
 
 /**
- * Why an upgrade request is refused before anything is sent upstream, or undefined. Only an
- * HTTP/1.1 request without a body may switch protocols here:
+ * Why an upgrade request is refused before anything is sent upstream, or undefined. node:http hands
+ * an upgrade over without a ServerResponse, so the checks of every request (listener/head-check.ts:
+ * what Go's server refuses) run here, then the upgrade's own: only an HTTP/1.1 request without a
+ * body may switch protocols here:
  * - HTTP/1.0 has no Upgrade (RFC 9110 §7.8 applies to 1.1);
  * - `h2c` is not an upgrade any apiserver offers (Go's net/http ignores it; RFC 9113 deprecated it),
  *   and a tunnel opened for it would carry HTTP/2 requests past every header rule;
  * - a body (Content-Length other than 0, Transfer-Encoding) would have to be framed before the
  *   101; exec/attach/port-forward requests carry none, and ambiguous bytes are what smuggling uses.
  */
-export function upgradeRefusal(req: http.IncomingMessage): string | undefined {
-  if (req.httpVersion !== '1.1') return `protocol upgrades need HTTP/1.1, got HTTP/${req.httpVersion}`;
-  const framing = new FramingCheck();
+export function upgradeRefusal(req: http.IncomingMessage): Refusal | undefined {
+  if (req.httpVersion !== '1.1') return { code: ErrorCode.MVP_ERR_UPGRADE_REFUSED, message: `protocol upgrades need HTTP/1.1, got HTTP/${req.httpVersion}` };
+  const check = new HeadCheck(false);
+  check.requestLine(req.method ?? '', req.url ?? '');
+  let why: string | undefined;
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
+    const value = check.field(name, raw[i + 1]);
     if (name === 'upgrade') {
-      for (const t of raw[i + 1].split(',')) if (t.trim().toLowerCase() === 'h2c') return 'the h2c upgrade is not supported (use HTTP/2 over TLS, or HTTP/1.1)';
-    } else if (name === 'content-length' || name === 'transfer-encoding') {
-      framing.see(name, raw[i + 1]);
-      if (name === 'transfer-encoding' || raw[i + 1].trim() !== '0') return 'an upgrade request must not carry a body';
-    }
+      for (const t of value.split(',')) if (t.trim().toLowerCase() === 'h2c') why ??= 'the h2c upgrade is not supported (use HTTP/2 over TLS, or HTTP/1.1)';
+    } else if (name === 'transfer-encoding' || (name === 'content-length' && value.trim() !== '0')) why ??= 'an upgrade request must not carry a body';
   }
-  if (framing.verdict() !== undefined) return 'an upgrade request must not carry a body';
-  return undefined;
+  const refusal = check.verdict(true);
+  if (refusal !== undefined) return refusal.code === ErrorCode.MVP_ERR_BAD_FRAMING || refusal.code === ErrorCode.MVP_ERR_UNSUPPORTED_TRANSFER_ENCODING ? { code: ErrorCode.MVP_ERR_UPGRADE_REFUSED, message: 'an upgrade request must not carry a body' } : refusal;
+  return why === undefined ? undefined : { code: ErrorCode.MVP_ERR_UPGRADE_REFUSED, message: why };
 }
 
 export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientHead: Buffer, o: UpgradeOptions): void {
@@ -99,18 +106,26 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
   client.on('error', () => undefined);
   if (o.draining) return answerStatus(client, ErrorCode.MVP_ERR_SHUTTING_DOWN);
   // The tunnel dials the configured origin and sends the target verbatim (path: req.url); a target
-  // that is not origin-form is refused as on any request (listener/framing.ts isOriginForm).
+  // that is not origin-form is refused as on any request (listener/head-check.ts isOriginForm).
   if (!isOriginForm(req.url ?? '')) return answerStatus(client, ErrorCode.MVP_ERR_BAD_REQUEST_TARGET);
   const refused = upgradeRefusal(req);
   if (refused !== undefined) {
-    o.log.info(2, 'upgrade refused', { path: req.url, reason: refused });
-    return answerStatus(client, ErrorCode.MVP_ERR_UPGRADE_REFUSED, refused);
+    o.log.info(2, 'upgrade refused', { path: req.url, reason: refused.message ?? refused.code });
+    return answerStatus(client, refused.code, refused.message);
   }
   // Nothing the client sends from here on is read until the upstream has switched protocols.
   client.pause();
 
   const incoming = o.incoming ?? lowercasedHeaders(req.rawHeaders);
-  const headers = forwardRequestHeaders(incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: o.peerHop ?? false, upgrade: true, identity: o.identity, identityRules: o.identityRules, trustIdentityHeaders: o.trustIdentityHeaders });
+  let headers: string[];
+  try {
+    headers = forwardRequestHeaders(req.method ?? '', req.url ?? '', incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: o.peerHop ?? false, upgrade: true, identity: o.identity, identityRules: o.identityRules, trustIdentityHeaders: o.trustIdentityHeaders });
+  } catch (e) {
+    if (!(e instanceof UnsafeFieldError)) throw e;
+    o.metrics.upstreamWritesRefused.inc({ part: e.part });
+    o.log.info(1, `${e.code}: ${e.message}`, { path: req.url });
+    return answerStatus(client, e.code);
+  }
   // The front-proxy certificate: to a peer always, to the local apiserver only with identity headers (carriesIdentity).
   const presentCert = o.peerHop === true || carriesIdentity(headers, o.identityRules);
   headers.unshift('host', o.target.host);

@@ -16,15 +16,19 @@
 import { WebSocket as WsClient } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { ErrorCode } from '../api/errors';
-import { forwardRequestHeaders, responseHeadFrom, type IdentityHeaderRules } from './headers';
+import { responseHeadFrom, type IdentityHeaderRules } from './headers';
+import { forwardRequestHeaders, UnsafeFieldError } from './request-head';
+import type { Metrics } from '../telemetry/metrics';
 import type { TLSFiles } from './pools';
-import { isOriginForm } from '../listener/framing';
+import { isOriginForm } from '../listener/head-check';
 import type { BridgeCallbacks, WebSocketDialer, WebSocketUpgradeRequest } from '../listener/uws-websocket';
 
 export interface WebSocketTarget {
   target: URL;
   tls: TLSFiles | undefined;
-  identityRules?: IdentityHeaderRules;
+  identityRules: IdentityHeaderRules;
+  /** Counts a head the writer refused (mvproxy_upstream_writes_refused_total). */
+  metrics: Pick<Metrics, 'upstreamWritesRefused'>;
   /** The longest wait for the upstream's answer to the upgrade (--request-timeout): then 504. */
   headTimeoutMs: number;
   /**
@@ -68,7 +72,15 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
   const peer = t.peerFor?.(req.method, req.url, req.headers);
   const origin = peer === undefined ? t.target : new URL(`https://${peer}`);
   const tls = peer === undefined ? t.tls : t.peerTLS;
-  const forwarded = forwardRequestHeaders(req.headers, { remoteAddress: req.remoteAddress, peerHop: peer !== undefined, identity: req.identity, identityRules: t.identityRules });
+  let forwarded: string[];
+  try {
+    forwarded = forwardRequestHeaders(req.method, req.url, req.headers, { remoteAddress: req.remoteAddress, peerHop: peer !== undefined, identity: req.identity, identityRules: t.identityRules });
+  } catch (e) {
+    if (!(e instanceof UnsafeFieldError)) throw e;
+    t.metrics.upstreamWritesRefused.inc({ part: e.part });
+    queueMicrotask(() => cb.fail(e.code));
+    return () => undefined;
+  }
   // Repeated fields stay separate lines (node:http writes an array value as one line each): the
   // apiserver reads every X-Remote-Group / Impersonate-Group line as one group, never a joined list.
   const headers: Record<string, string | string[]> = {};

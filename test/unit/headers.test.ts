@@ -3,7 +3,8 @@
 // front-proxy certificate is presented.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { carriesIdentity, forwardRequestHeaders, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, responseHeadFrom } from '../../src/upstream/headers';
+import { forwardRequestHeaders } from '../../src/upstream/request-head';
+import { carriesIdentity, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, responseHeadFrom } from '../../src/upstream/headers';
 import { CREDENTIAL_ID_KEY, type Identity } from '../../src/api/identity';
 
 test('headerKeyEscape: Go client-go transport table (non-token bytes and % become %XX, uppercase hex)', () => {
@@ -20,7 +21,7 @@ test('headerKeyEscape: Go client-go transport table (non-token bytes and % becom
 
 test('a certificate user goes upstream as user, one line per group, and its credential ID extra', () => {
   const id: Identity = { user: 'alice', groups: ['devs', 'acme:team'], extra: { [CREDENTIAL_ID_KEY]: ['X509SHA256=de79caf8'] } };
-  const h = forwardRequestHeaders([], { remoteAddress: '10.0.0.1', peerHop: false, identity: id });
+  const h = forwardRequestHeaders('GET', '/api', [], { remoteAddress: '10.0.0.1', peerHop: false, identity: id, identityRules: new IdentityHeaderRules() });
   assert.deepEqual(h.slice(2), [
     'x-remote-user', 'alice',
     'x-remote-group', 'devs',
@@ -31,11 +32,11 @@ test('a certificate user goes upstream as user, one line per group, and its cred
 
 test('the front-proxy certificate is presented only with identity headers (tokens and anonymous requests go without it)', () => {
   const rules = new IdentityHeaderRules(['X-Auth-User'], ['X-Auth-Group'], ['X-Auth-Extra-']);
-  const bearer = forwardRequestHeaders(['authorization', 'Bearer t', 'x-remote-user', 'spoofed', 'x-auth-user', 'spoofed'], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules });
+  const bearer = forwardRequestHeaders('GET', '/api', ['authorization', 'Bearer t', 'x-remote-user', 'spoofed', 'x-auth-user', 'spoofed'], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules });
   assert.equal(carriesIdentity(bearer, rules), false, 'client-sent identity headers are stripped, so nothing asks for the certificate');
-  const cert = forwardRequestHeaders([], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules, identity: { user: 'alice', groups: [] } });
+  const cert = forwardRequestHeaders('GET', '/api', [], { remoteAddress: '1.2.3.4', peerHop: false, identityRules: rules, identity: { user: 'alice', groups: [] } });
   assert.equal(carriesIdentity(cert, rules), true);
-  assert.deepEqual(ownPeerIdentityHeaders(rules), { 'x-auth-user': 'system:apiserver', 'x-auth-group': 'system:authenticated' });
+  assert.deepEqual(ownPeerIdentityHeaders(rules), { 'x-auth-user': 'system:apiserver', 'x-auth-group': 'system:authenticated', 'x-mvproxy-identity-lengths': '16,20' });
 });
 
 test('responseHeadFrom: hop-by-hop headers and those a Connection header names are dropped; Content-Length and Content-Type are reported', () => {

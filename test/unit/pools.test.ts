@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { createCA } from '../../src/pki/throwaway';
 import { createPool, localRelay } from '../../src/upstream/pools';
 import { UpstreamAttempt, type AttemptReport } from '../../src/upstream/h1/attempt';
-import { NO_BODY, requestHead } from '../../src/upstream/h1/request-head';
+import { NO_BODY, requestHead } from '../../src/upstream/request-head';
 import type { AttemptHead } from '../../src/upstream/h1/attempt';
 import { IdentityHeaderRules } from '../../src/upstream/headers';
 
@@ -54,7 +54,7 @@ describe('upstream pools against a server that offers h2 and http/1.1 (as kube-a
         upstreamEnd: () => resolve({ head: head!, body }),
         upstreamFailed: (e) => reject(e),
       };
-      new UpstreamAttempt(report, pool, { head: requestHead('GET', '/apis', [], { host: pool.name, remoteAddress: '127.0.0.1', rules: new IdentityHeaderRules(), trustIdentityHeaders: false, identity: undefined, peerHop: false, bodyLength: NO_BODY, utf8Values: false }), body: null, chunked: false, noBody: false, fromAPIServer: true, replayable: true }).start();
+      new UpstreamAttempt(report, pool, { head: requestHead('GET', '/apis', [], { host: pool.name, remoteAddress: '127.0.0.1', rules: new IdentityHeaderRules(), trustIdentityHeaders: false, identity: undefined, peerHop: false, bodyLength: NO_BODY }), body: null, chunked: false, noBody: false, fromAPIServer: true, replayable: true }).start();
     });
     pool.destroy();
     assert.equal(versions.at(-1), '1.1');

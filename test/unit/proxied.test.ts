@@ -87,7 +87,7 @@ class FakeResponse implements ClientResponse {
 }
 
 function exchange(method: string, path: string, query = ''): Exchange & { res: FakeResponse } {
-  return { method, path, query, headers: ['user-agent', 'test'], contentLength: -1, utf8HeaderValues: false, peerProxied: undefined, remoteAddress: '10.0.0.9', body: null, res: new FakeResponse(), onClientClose: null, clientClosed: false, refusal: undefined };
+  return { method, target: query ? path + '?' + query : path, path, query, headers: ['user-agent', 'test'], contentLength: -1, peerProxied: undefined, remoteAddress: '10.0.0.9', body: null, res: new FakeResponse(), onClientClose: null, clientClosed: false, refusal: undefined };
 }
 
 const G = 'example.com';

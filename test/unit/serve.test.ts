@@ -39,7 +39,7 @@ function fakeExchange(method: string, path: string): { ex: Exchange; rec: Record
     },
   };
   const ex: Exchange = {
-    method, path, query: '', headers: [], peerProxied: undefined, remoteAddress: '127.0.0.1', body: null, contentLength: -1, utf8HeaderValues: false, res, onClientClose: null, clientClosed: false, refusal: undefined,
+    method, target: path, path, query: '', headers: [], peerProxied: undefined, remoteAddress: '127.0.0.1', body: null, contentLength: -1, res, onClientClose: null, clientClosed: false, refusal: undefined,
   };
   return { ex, rec };
 }

@@ -38,7 +38,7 @@ export interface AttemptReport {
 
 /** The request as the attempt sends it. */
 export interface AttemptRequest {
-  /** The whole head (request-head.ts), latin1. */
+  /** The whole head (upstream/request-head.ts), latin1. */
   head: string;
   /** A body read whole (written with the head, one write), a stream (written as it arrives), or none. */
   body: Buffer | Readable | null;
