@@ -445,6 +445,7 @@ class UwsExchange implements Exchange {
     let hasBody = false;
     let expect: string | undefined;
     let closeAsked = false;
+    let connections = 0;
     req.forEach((k, raw) => {
       const v = check.field(k, raw);
       headers.push(k, v);
@@ -455,7 +456,12 @@ class UwsExchange implements Exchange {
         if (k === 'content-length') this.contentLength = contentLengthValue(v);
       } else if (k === 'upgrade') this.upgrade = true;
       else if (k === 'expect') expect ??= v;
-      else if (k === 'connection' && hasCloseToken(v)) closeAsked = true;
+      else if (k === 'connection') {
+        // This build reads the first Connection field only, and only an exact `close` in it
+        // (measured): `close` anywhere else, as Go reads it, left the connection open.
+        if (hasCloseToken(v) && (connections > 0 || v.trim().toLowerCase() !== 'close')) closeAsked = true;
+        connections++;
+      }
     });
     // This build serves HTTP/1.1 only (505 to anything else): a Host field is required.
     this.refusal = check.verdict(true) ?? identityCheck?.(headers) ?? (expect === undefined ? undefined : expectationRefusal(expect));
@@ -469,8 +475,6 @@ class UwsExchange implements Exchange {
       else if (u !== null) this.identity = u;
     }
     this.res = new UwsResponse(res, state, jsonStreamLead);
-    // This build reads only the first Connection field: `close` in another one (as Go reads every
-    // one) left the connection open after the answer.
     if (closeAsked) this.res.closeAfter = true;
     res.onAborted(() => {
       this.res.aborted = true;
@@ -656,8 +660,11 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
         return;
       }
     }
-    const ex = new UwsExchange(res, req, holder.state, holder.certificateUsers, holder.peerProblem === undefined, holder.identityCheck);
-    if (holder.peerProblem) ex.peerProblem = holder.peerProblem(res);
+    // The peer listener's verdict on the connection's certificate first: a request it refuses (401)
+    // is forwarded nowhere, so its identity headers need no check.
+    const peerProblem = holder.peerProblem ? holder.peerProblem(res) : null;
+    const ex = new UwsExchange(res, req, holder.state, holder.certificateUsers, holder.peerProblem === undefined, peerProblem === null ? holder.identityCheck : undefined);
+    ex.peerProblem = peerProblem;
     // A refused request and a refused upgrade are answered on the next turn, not now: this uWS
     // build goes on parsing the bytes after the head (with two Content-Length fields, or behind an
     // upgrade, as the next request: a smuggled one) even after an end(…, closeConnection); a
@@ -676,13 +683,14 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
       setImmediate(() => {
         if (!ex.clientClosed) cb.onUpgradeRefused(ex);
       });
-    } else if (!SAFE_METHODS.has(ex.method)) {
+    } else if (!SAFE_METHODS.has(ex.method) && ex.peerProblem === null) {
       // Pipelining (README "Security"): this build closes a connection on which a request arrives
       // while an answer is pending, in native code, before JavaScript sees it: the requests before
       // lose their answers. A request that changes something is sent only on the next turn, after
       // the bytes that came with it were parsed: if another request was pipelined behind it in the
       // same read, uWS has closed the connection by then and it is never sent, so it cannot run
       // without its client hearing of it (a client then retries a create it never learnt ran).
+      // (A peer listener's request refused for its certificate is answered at once: nothing is sent.)
       setImmediate(() => {
         if (!ex.clientClosed) cb.onRequest(ex);
       });

@@ -51,6 +51,8 @@ export interface H2Request {
 export interface H2Reply {
   /** Per request: how its stream ended ('end' with the server's END_STREAM, 'reset', or 'open' at the bound). */
   streams: ('end' | 'reset' | 'open')[];
+  /** Per request: its answer's body (DATA payloads; the head is HPACK-coded and not read). */
+  bodies: Buffer[];
   goaway: boolean;
 }
 
@@ -89,6 +91,7 @@ export function sendH2(port: number, requests: H2Request[], o: { tls: ClientTLS;
   return new Promise((resolve) => {
     const s = connect(port, o.tls, ['h2']) as tls.TLSSocket;
     const streams: ('end' | 'reset' | 'open')[] = requests.map(() => 'open');
+    const bodies: Buffer[][] = requests.map(() => []);
     let goaway = false;
     let done = false;
     let buf = Buffer.alloc(0);
@@ -97,7 +100,7 @@ export function sendH2(port: number, requests: H2Request[], o: { tls: ClientTLS;
       done = true;
       clearTimeout(timer);
       s.destroy();
-      resolve({ streams, goaway });
+      resolve({ streams, bodies: bodies.map((b) => Buffer.concat(b)), goaway });
     };
     const timer = setTimeout(finish, o.timeoutMs);
     const check = () => {
@@ -126,6 +129,10 @@ export function sendH2(port: number, requests: H2Request[], o: { tls: ClientTLS;
         const payload = buf.subarray(9, 9 + len);
         buf = buf.subarray(9 + len);
         const i = (id - 1) / 2;
+        if (type === FRAME.DATA && bodies[i]) {
+          const padded = flags & 0x8;
+          bodies[i]!.push(padded ? payload.subarray(1, payload.length - payload[0]!) : payload);
+        }
         if (type === FRAME.SETTINGS && (flags & 0x1) === 0) s.write(frame(FRAME.SETTINGS, 0x1, 0, Buffer.alloc(0)));
         else if (type === FRAME.PING && (flags & 0x1) === 0) s.write(frame(FRAME.PING, 0x1, 0, payload));
         else if (type === FRAME.GOAWAY) goaway = true;

@@ -36,6 +36,6 @@ test('a GiveUp ends the wait at once', async () => {
 
 test('a try that never settles is bounded by the timeout too', async () => {
   const t0 = Date.now();
-  await assert.rejects(eventually(() => new Promise<boolean>(() => undefined), { what: 'a hung try', timeoutMs: 100 }), /a hung try: not within 100 ms \(1 tries; a try was still pending\)/);
+  await assert.rejects(eventually(() => new Promise<boolean>(() => undefined), { what: 'a hung try', timeoutMs: 100 }), /a hung try: not within 100 ms \(\d+ tries?; a try was still pending\)/);
   assert.ok(Date.now() - t0 < 1000);
 });

@@ -22,6 +22,8 @@ export interface Member {
 
 export interface MvproxyOptions {
   frontend: Frontend;
+  /** Per member (by apiserver index): another front end than `frontend`, and flags of its own. */
+  member?: (index: number) => { frontend?: Frontend; extraArgs?: string[] };
   peerDiscovery?: 'static' | 'lease';
   extraArgs?: string[];
   /**
@@ -60,8 +62,12 @@ export function uwsNode(): string | null {
 }
 
 export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions): Promise<Member[]> {
-  const node = o.frontend === 'uws' ? uwsNode() : process.execPath;
-  if (!node) throw new Error('no Node that loads uWebSockets.js here (scripts/node-glibc.sh failed)');
+  const nodeFor = (f: Frontend) => {
+    const n = f === 'uws' ? uwsNode() : process.execPath;
+    if (!n) throw new Error('no Node that loads uWebSockets.js here (scripts/node-glibc.sh failed)');
+    return n;
+  };
+  nodeFor(o.frontend);
   const ports = await Promise.all(plane.apiservers.map(async () => ({ client: await freePort(), peer: await freePort(), metrics: await freePort() })));
   const ids = plane.apiservers.map((a) => `mvproxy-${a.name}`);
   const pki = plane.pki;
@@ -69,12 +75,15 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
   try {
     for (const [i, a] of plane.apiservers.entries()) {
       const p = ports[i]!;
+      const own = o.member?.(i) ?? {};
+      const frontend = own.frontend ?? o.frontend;
+      const node = nodeFor(frontend);
       const peers = o.peerDiscovery === 'lease' ? ['--peer-discovery=lease', '--identity-lease-duration-seconds=10'] : ids.flatMap((id, j) => (j === i ? [] : [`--static-peers=${id}=127.0.0.1:${ports[j]!.peer}`]));
       const fromFile = o.configFile?.({ index: i, id: ids[i]!, ports: p, apiserver: a, peers: ids.flatMap((id, j) => (j === i ? [] : [{ id, address: `127.0.0.1:${ports[j]!.peer}` }])) });
       const entry = o.command?.entry ?? ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
       const args = fromFile !== undefined ? [...entry, `--config=${fromFile}`, `--secure-port=${p.client}`, ...(o.extraArgs ?? [])] : [
         ...entry,
-        `--frontend=${o.frontend}`,
+        `--frontend=${frontend}`,
         `--server-id=${ids[i]}`,
         '--bind-address=127.0.0.1',
         `--secure-port=${p.client}`,
@@ -100,11 +109,12 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
         '--shutdown-drain-timeout=2s',
         ...peers,
         ...(o.extraArgs ?? []),
+        ...(own.extraArgs ?? []),
       ];
       // uWS binds without SO_REUSEADDR: a free port that a closed connection left in TIME_WAIT
       // cannot be taken (one CI run in ten); then the member starts again on another client port.
       for (let attempt = 1; ; attempt++) {
-        const proc = startProcess(`${ids[i]}-${o.frontend}`, node, args, plane.dir, { NODE_OPTIONS: '', ...o.command?.env });
+        const proc = startProcess(`${ids[i]}-${frontend}`, node, args, plane.dir, { NODE_OPTIONS: '', ...o.command?.env });
         const member: Member = { name: ids[i]!, url: `https://127.0.0.1:${p.client}`, metricsURL: `http://127.0.0.1:${p.metrics}`, peerPort: p.peer, proc, stop: async () => void (await proc.stop(10_000)) };
         try {
           await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
