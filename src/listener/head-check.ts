@@ -5,10 +5,10 @@
 // and its connection closes (as Go's server closes it): nothing pipelined behind it is read.
 //
 // Everything a front end hands on is a byte string, one character a byte (latin1), whatever the
-// front end decoded: node's parsers do so already; uWS decodes the target and each value as UTF-8,
-// which HeadCheck turns back into the client's bytes (bytesOfUTF8). Where uWS's decoding lost them
-// (invalid UTF-8 became U+FFFD) the request is refused: the bytes to forward are unknown (issue 38:
-// U+010D, U+010A and U+0120 in a target went upstream as CR, LF and SP).
+// front end decoded: node's parsers do so already; uWS decodes each value as UTF-8, which HeadCheck
+// turns back into the client's bytes (bytesOfUTF8), and refuses a value whose bytes its decoding
+// lost (invalid UTF-8 became U+FFFD). A target is visible ASCII or refused (requestLine): issue 38's
+// U+010D, U+010A and U+0120 in a target went upstream as CR, LF and SP.
 //
 // Body framing (RFC 9112 §6, request smuggling): llhttp (node front end) already refuses most
 // ambiguous shapes; the uWS build mvproxy runs does not (docs/dependencies.md §3): it takes the first
@@ -41,6 +41,12 @@ export function bytesOfUTF8(s: string): string | null {
   return Buffer.from(s, 'utf8').toString('latin1');
 }
 
+/** Only the bytes 0x21-0x7E (controls, space and DEL are refused by requestTargetProblem first). */
+function isVisibleASCII(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7e) return false;
+  return true;
+}
+
 /** Collects what one request's head says while a front end walks it, and refuses what Go's server would. */
 export class HeadCheck {
   private contentLengths = 0;
@@ -55,18 +61,21 @@ export class HeadCheck {
 
   /**
    * The request line: the method must be a token (request.go validMethod), the target a request-URI
-   * Go parses (gocompat/http.ts requestTargetProblem). Returns the target as bytes ('' when refused).
+   * Go parses (gocompat/http.ts requestTargetProblem), and visible ASCII. Go also takes bytes
+   * 0x80-0xFF unescaped, but node's HTTP/1.1 parser (llhttp: the node front end, the node peer
+   * listener) refuses them, so a peer-routed request with one was refused by the peer's listener
+   * and answered 503 "no peer could be reached" (test/kube/injection.test.ts); and no Kubernetes
+   * client sends them (RFC 3986 §2.1: they are percent-encoded). Refused alike on every front end,
+   * every hop. Returns the target ('' when refused).
    */
   requestLine(method: string, target: string): string {
-    const bytes = this.utf8 ? bytesOfUTF8(target) : target;
     if (!isToken(method)) this.lineRefusal ??= { code: ErrorCode.MVP_ERR_BAD_REQUEST_LINE, message: `invalid method ${JSON.stringify(method)}` };
-    if (bytes === null) {
-      this.lineRefusal ??= { code: ErrorCode.MVP_ERR_BAD_REQUEST_TARGET, message: 'the request target is not valid UTF-8 as this front end decoded it: its bytes cannot be forwarded as sent' };
+    const problem = requestTargetProblem(target) ?? (isVisibleASCII(target) ? undefined : 'a byte outside visible ASCII in the request target (clients percent-encode it)');
+    if (problem !== undefined) {
+      this.lineRefusal ??= { code: ErrorCode.MVP_ERR_BAD_REQUEST_TARGET, message: problem };
       return '';
     }
-    const problem = requestTargetProblem(bytes);
-    if (problem !== undefined) this.lineRefusal ??= { code: ErrorCode.MVP_ERR_BAD_REQUEST_TARGET, message: problem };
-    return bytes;
+    return target;
   }
 
   /** One field (`name` lowercased, as both front ends hand names over). Returns the value as bytes. */
