@@ -402,7 +402,11 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 
   upstreamFailed(err: Error & { code?: string }, notSent: boolean, gotHead: boolean): void {
     if (this.finished || this.ex.clientClosed) return;
-    if (this.answer === A_HOLDING) return this.handHeldOver(); // what was held is still an answer
+    if (this.answer === A_HOLDING) {
+      // What was held is still an answer (its status decides what happens next), but a cut one.
+      this.held!.cut = true;
+      return this.handHeldOver();
+    }
     if (gotHead && !this.ex.res.headersSent) {
       // The head was read but nothing reached the client yet (uWS sends a head with the first body
       // byte: a quiet watch): a Status can still say what happened, instead of a bare close.

@@ -30,6 +30,15 @@ export function writeHealth(ex: Exchange, h: HealthResponse): void {
 /** An upstream answer held back (ForwardOptions.holdStatuses) that is the client's answer after all. */
 export function writeHeld(ex: Exchange, held: HeldAnswer): void {
   const body = Buffer.concat(held.body);
+  if (held.cut) {
+    // The upstream failed mid-body: the head as it came, what arrived, then the connection is cut,
+    // as for any answer that fails mid-body, so the client sees a truncated answer. Framed with the
+    // body it had, it looked whole (a 404 cut at 32 bytes went out as a complete 404).
+    ex.res.writeHead(held.status, { headers: held.head.headers, contentLength: held.head.contentLength, contentType: held.head.contentType }, false);
+    if (body.length) ex.res.write(body);
+    ex.res.destroy();
+    return;
+  }
   // The held head's lines, its length now the body's (the held head may be a relayed one: its raw
   // runs are not written here, since the framing of what is sent is this body's: the whole body is
   // here, so a chunked answer goes out with its Content-Length, the same bytes). A HEAD answer keeps

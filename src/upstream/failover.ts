@@ -56,6 +56,8 @@ export interface HeldAnswer {
   status: number;
   head: ResponseHead;
   body: Buffer[];
+  /** The upstream failed before the body's end: relayed, this answer must end cut, never as whole. */
+  cut?: boolean;
 }
 
 /** The peer failed its health probe while this request waited for its answer (proxy/inflight.ts abandonPeer). */

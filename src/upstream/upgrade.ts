@@ -129,6 +129,10 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
   // The front-proxy certificate: to a peer always, to the local apiserver only with identity headers (carriesIdentity).
   const presentCert = o.peerHop === true || carriesIdentity(headers, o.identityRules);
   headers.unshift('host', o.target.host);
+  // No body (upgradeRefusal saw to it): said so. Without a length node:http frames a POST's missing
+  // body as chunked (`0` CRLF CRLF), and a peer listener refuses an upgrade with a body: no SPDY
+  // exec, attach or port-forward (kubectl <= 1.29, all POST) went through the peer route.
+  if (req.method !== 'GET' && req.method !== 'HEAD') headers.push('content-length', '0');
 
   const target = o.target;
   const secure = target.protocol === 'https:';

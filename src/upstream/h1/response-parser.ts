@@ -285,6 +285,11 @@ export class ResponseParser {
       switch (this.state) {
         case S_HEAD:
           pos = this.readHead(data, pos);
+          // A head with no body (HEAD, 204, 304, Content-Length: 0) ends the response here: bytes
+          // after it in the same read make the connection unusable (end(true)). Ended with
+          // end(false) before looking, a stray answer behind a 204 went back to the pool, and the
+          // next client on that connection got it (test/security/hostile-upstream.test.ts).
+          if ((this.state as number) === S_DONE) return this.end(pos < len);
           break;
         case S_LENGTH: {
           const n = Math.min(this.remaining, len - pos);
@@ -394,7 +399,6 @@ export class ResponseParser {
       head.close = true;
       this.state = S_UNTIL_CLOSE;
     }
-    if (this.state === S_DONE) this.end(false);
     return pos;
   }
 
