@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real binaries of the real-Kubernetes suite (npm run test:kube) from the Go module proxy:
-# kube-apiserver v1.34.4 and v1.37.2, etcd v3.6.4, and the suite's Go programs (test/kube/go). Each
+# kube-apiserver v1.34.4 and v1.37.2, kube-controller-manager and kube-scheduler v1.34.4, etcd v3.6.4,
+# and the suite's Go programs (test/kube/go). Each
 # module under test/kube/build/ pins one release (k8s.io/kubernetes at the tag, every staging module
 # replaced by its v0.x tag). A binary is rebuilt only when its module files, its own sources (test/kube/go) or this script changed
 # (a stamp beside it holds their hash); Go's build cache makes a rebuild after a change cheap.
@@ -43,6 +44,11 @@ kube_ld() {
 for v in v1.34.4 v1.37.2; do
   build "$ROOT/test/kube/build/$v" k8s.io/kubernetes/cmd/kube-apiserver "kube-apiserver-$v" "$(kube_ld "$v")"
 done
+# The old release's controllers (issue 39): kube-controller-manager and kube-scheduler run on the
+# old node, through the mvproxy beside its apiserver, as kubeadm would connect them.
+for c in kube-controller-manager kube-scheduler; do
+  build "$ROOT/test/kube/build/v1.34.4" "k8s.io/kubernetes/cmd/$c" "$c-v1.34.4" "$(kube_ld v1.34.4)"
+done
 build "$ROOT/test/kube/build/etcd" go.etcd.io/etcd/server/v3 etcd
 if [[ -f "$ROOT/test/kube/go/go.mod" ]]; then
   for p in "$ROOT"/test/kube/go/cmd/*/; do
@@ -51,5 +57,6 @@ if [[ -f "$ROOT/test/kube/go/go.mod" ]]; then
 fi
 
 for v in v1.34.4 v1.37.2; do echo "kube-apiserver-$v: $("$OUT/kube-apiserver-$v" --version)"; done
+for c in kube-controller-manager kube-scheduler; do echo "$c-v1.34.4: $("$OUT/$c-v1.34.4" --version)"; done
 echo "etcd: $("$OUT/etcd" --version | head -1)"
 echo "kube-build: done in $(( $(date +%s) - START )) s"
