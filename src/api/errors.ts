@@ -117,6 +117,13 @@ export const ERRORS = {
   MVP_ERR_UNSAFE_REQUEST_FIELD: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'the request carries a byte mvproxy will not write upstream', notSent: true },
   /** The upstream's address (the Host mvproxy writes) is not a valid host: a peer address from a Lease, say. Nothing was written. */
   MVP_ERR_UNSAFE_UPSTREAM_ADDRESS: { scope: 'answered', status: 502, reason: 'InternalError', message: "the upstream's address is not a valid Host", notSent: true },
+  /**
+   * /apis or legacy discovery while this daemon's discovery is not complete (it just started and has
+   * not merged every peer it knows of, snapshot/holder.ts Snapshot.complete): a local-only view would
+   * hide what only peers serve, and a namespace controller that read it would finalize a namespace
+   * with objects of those kinds left in etcd (issue 39). Clients retry discovery.
+   */
+  MVP_ERR_DISCOVERY_INCOMPLETE: { scope: 'answered', status: 503, reason: 'ServiceUnavailable', retryAfter: 1, message: 'mvproxy has not merged the discovery of every peer yet (it just started): ask again in a moment', notSent: true },
   /** Two Content-Length fields, or Content-Length with Transfer-Encoding: the body could be read two ways (listener/head-check.ts). */
   MVP_ERR_BAD_FRAMING: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'the request body framing is ambiguous (more than one Content-Length, or Content-Length with Transfer-Encoding)' },
   /**

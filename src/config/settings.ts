@@ -279,6 +279,10 @@ export const SETTING_TABLE = {
     flag: 'peer-discovery-grace-period', field: 'discovery.peerGracePeriod', section: 'Discovery', kind: duration(), default: 60_000, // two refresh intervals: one missed fetch never drops a peer
     help: 'how long a peer whose discovery fetch fails keeps its last good view in routing',
   }),
+  peerDiscoveryStartupTimeoutMs: setting({
+    flag: 'peer-discovery-startup-timeout', field: 'discovery.peerStartupTimeout', section: 'Discovery', kind: duration(), default: 10_000, // issue 39: a namespace deletion in the first second leaked what only peers serve
+    help: 'after start, /apis and legacy discovery answer 503 (and /readyz fails) until the first merge with every known peer is published, or this long for a peer that does not answer',
+  }),
   legacyDiscoveryFix: setting({
     flag: 'legacy-discovery-fix', field: 'discovery.legacyDiscoveryFix', section: 'Discovery', kind: BOOL, default: true, // kubernetes#96486
     help: 'answer legacy discovery (/apis, /apis/<group>[/<version>]) from the peer-aggregated view, so clients without aggregated discovery (kubectl <= 1.29, python) see groups only peers serve; false = legacy discovery passes through to the local apiserver, as upstream',

@@ -23,6 +23,7 @@ import { Lifecycle } from '../lifecycle/state';
 import { ReloadablePool } from '../lifecycle/certs';
 import { BearerTokenFile, withBearerToken } from '../lifecycle/token';
 import { MemoryReturn } from '../lifecycle/memory';
+import { ConnectionCount } from '../telemetry/connections';
 import { Peering } from '../peers/peering';
 import { HealthChecks } from '../observability/healthz';
 import type { Metrics } from '../telemetry/metrics';
@@ -60,6 +61,8 @@ export interface Components {
   /** The upgrade tunnels of the node front end (upstream/upgrade.ts). */
   readonly tunnels: Tunnels;
   readonly memory: MemoryReturn;
+  /** Open connections of the node:http listeners (telemetry/connections.ts). */
+  readonly connections: ConnectionCount;
 }
 
 export function build(c: CompletedConfig, log: Logger, metrics: Metrics): Components {
@@ -86,6 +89,8 @@ export function build(c: CompletedConfig, log: Logger, metrics: Metrics): Compon
     peerReachable: (id) => peering?.reachable(id) ?? true,
     refreshIntervalMs: config.discoveryRefreshIntervalMs,
     peerGraceMs: config.peerDiscoveryGraceMs,
+    startupTimeoutMs: c.proxyEnabled ? config.peerDiscoveryStartupTimeoutMs : 0,
+    membershipKnown: () => peering?.membershipKnown ?? true,
     fetchTimeoutMs: Math.min(config.requestTimeoutMs, 10_000),
     metrics,
     log,
@@ -151,6 +156,8 @@ export function build(c: CompletedConfig, log: Logger, metrics: Metrics): Compon
       })
     : undefined;
   // What a burst of requests held is given back once it ended (lifecycle/memory.ts).
-  const memory = new MemoryReturn({ inFlight: () => handler.inflight.size, peak: () => handler.inflight.peak(), log });
-  return { log, metrics, localPlainPool, relayLocal, relayLocalPlain, peerPools, snapshots, lifecycle, certificateUsers, token, publisher, health, localAPIServer, handler, peering, tunnels: new Tunnels(), memory };
+  // Open connections count too: idle ones are no request, and what they held is garbage once closed.
+  const connections = new ConnectionCount();
+  const memory = new MemoryReturn({ inFlight: () => handler.inflight.size + connections.current, peak: () => handler.inflight.peak() + connections.peak(), log });
+  return { log, metrics, localPlainPool, relayLocal, relayLocalPlain, peerPools, snapshots, lifecycle, certificateUsers, token, publisher, health, localAPIServer, handler, peering, tunnels: new Tunnels(), memory, connections };
 }

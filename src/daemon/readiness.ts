@@ -1,6 +1,6 @@
 // The health checks mvproxy registers (observability/healthz.ts has the format), in the order
-// /readyz?verbose lists them: ping, shutdown, local-discovery, discovery-snapshot-published, one
-// informational check per peer, identity-lease (lease mode), local-apiserver (--local-failover).
+// /readyz?verbose lists them: ping, shutdown, local-discovery, discovery-snapshot-published,
+// discovery-complete, one informational check per peer, identity-lease (lease mode), local-apiserver (--local-failover).
 // run.ts registers them before any listener opens; a membership change replaces the peers' checks.
 
 import { ping, type HealthChecks } from '../observability/healthz';
@@ -29,6 +29,9 @@ export function registerHealthChecks(p: Checked, proxyEnabled: boolean): void {
     const s = snapshots.current;
     return s.table.synced && (!proxyEnabled || s.discovery !== undefined) ? null : new Error('no discovery snapshot published yet');
   });
+  // Until the first complete snapshot (every known peer merged, or --peer-discovery-startup-timeout):
+  // a load balancer sends nothing here while discovery would be answered 503.
+  if (proxyEnabled) health.add('readyz', 'discovery-complete', () => (snapshots.current.complete ? null : new Error('waiting for the first discovery merge with every known peer (--peer-discovery-startup-timeout)')));
   replacePeerChecks(health, peering?.peers() ?? [], peering, publisher);
   if (peering?.mode === 'lease') health.addInformational('readyz', 'identity-lease', () => peering.ownLeaseProblem());
   if (localAPIServer) health.addInformational('readyz', 'local-apiserver', () => (localAPIServer.state === 'serving' ? null : new Error(`the local apiserver is ${localAPIServer.state} (${localAPIServer.reason}): requests a peer can answer go to a peer`)));

@@ -20,6 +20,7 @@ import { CertificateUsers, type CertificateUser } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
 import { answerStatus, closeAfterAnswer } from './answer';
 import { peerCertificateProblem } from './peer-auth';
+import type { ConnectionCount } from '../telemetry/connections';
 
 export interface NodeListenerOptions {
   host: string;
@@ -34,6 +35,8 @@ export interface NodeListenerOptions {
   lifecycle?: { readonly draining: boolean };
   /** HTTP Upgrade (exec/attach/port-forward over WebSocket or SPDY); absent = refused with a Status. */
   onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
+  /** Counts open connections (lifecycle/memory.ts). */
+  connections?: ConnectionCount;
 }
 
 /** Long-lived keep-alive like kube-apiserver's clients expect; 16 KiB of headers fits bearer JWTs plus Impersonate-*. */
@@ -88,7 +91,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
     });
   }
   answerExpectations(server, handler);
-  return start(server, o.host, o.port, state);
+  return start(server, o.host, o.port, state, o.connections);
 }
 
 export interface PeerListenerOptions {
@@ -112,6 +115,8 @@ export interface PeerListenerOptions {
   onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
   /** The daemon's lifecycle (lifecycle/state.ts): responses close their connections once it drains. */
   lifecycle?: { readonly draining: boolean };
+  /** Counts open connections (lifecycle/memory.ts). */
+  connections?: ConnectionCount;
 }
 
 export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
@@ -163,7 +168,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     if (why !== null) return answerStatus(socket, ErrorCode.MVP_ERR_PEER_UNAUTHORIZED, why);
     answerStatus(socket, ErrorCode.MVP_ERR_PEER_UPGRADE);
   });
-  return start(server, o.host, o.port, state);
+  return start(server, o.host, o.port, state, o.connections);
 }
 
 /**
@@ -181,6 +186,40 @@ function dispatch(req: http.IncomingMessage, ex: NodeExchange, onRequest: (ex: E
     if (stream.closed || stream.destroyed || ex.clientClosed) return;
     onRequest(ex);
   });
+}
+
+/**
+ * kube-apiserver's timeouts for a connection with no request under way (k8s.io/apiserver
+ * secure_serving.go: ReadHeaderTimeout 32 s before the first request, IdleTimeout 90 s after the
+ * last one). node's http2 server has none: a client that sent its preface and nothing more, or a
+ * HEADERS frame a byte at a time, held a connection for ever (test/slow/idle-connections.test.ts).
+ */
+const H2_FIRST_REQUEST_MS = 32_000;
+const H2_IDLE_MS = 90_000;
+/** After the GOAWAY, how long an idle session has to go before it is destroyed. */
+const H2_CLOSE_GRACE_MS = 1_000;
+
+/** Ends an HTTP/2 session that has no stream open for H2_FIRST_REQUEST_MS at first, H2_IDLE_MS later. */
+function closeWhenIdle(sess: http2.Http2Session): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (ms: number) => {
+    timer = setTimeout(() => {
+      if (sess.closed || sess.destroyed) return;
+      sess.close(); // GOAWAY: no stream is open
+      setTimeout(() => sess.destroy(), H2_CLOSE_GRACE_MS).unref();
+    }, ms);
+    timer.unref();
+  };
+  arm(H2_FIRST_REQUEST_MS);
+  sess.on('stream', (stream: http2.ServerHttp2Stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once('close', () => {
+      if (--open === 0 && !sess.closed) arm(H2_IDLE_MS);
+    });
+  });
+  sess.once('close', () => clearTimeout(timer));
 }
 
 /** An upgrade pipelined behind a refused request: never read; the connection ends after the refusal's answer. */
@@ -222,7 +261,8 @@ export interface NodeRunningListener extends RunningListener {
   readonly server: http.Server;
 }
 
-function start(server: http.Server, host: string, port: number, state: ListenerState): Promise<NodeRunningListener> {
+function start(server: http.Server, host: string, port: number, state: ListenerState, connections: ConnectionCount | undefined): Promise<NodeRunningListener> {
+  if (connections) server.on('connection', (sock: Socket) => connections.track(sock));
   // HTTP/2 sessions (client listener with TLS): GOAWAY when the listener stops accepting (streams in
   // flight finish, the client opens new ones elsewhere), destroyed at close.
   const sessions = new Set<http2.Http2Session>();
@@ -233,6 +273,7 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
   server.on('session', (sess: http2.Http2Session) => {
     sessions.add(sess);
     sess.once('close', () => sessions.delete(sess));
+    closeWhenIdle(sess);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);

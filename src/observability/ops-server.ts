@@ -4,6 +4,8 @@
 // is 404.
 
 import http from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionCount } from '../telemetry/connections';
 import type { RoutesReport } from './routes';
 import pkg from '../../package.json';
 import type { Metrics } from '../telemetry/metrics';
@@ -21,6 +23,8 @@ export interface OpsOptions {
   health?: HealthChecks;
   /** /debug/routes: the route table as JSON (observability/routes.ts). */
   routes?: () => RoutesReport;
+  /** Counts open connections (lifecycle/memory.ts). */
+  connections?: ConnectionCount;
   /**
    * @deprecated pass `health`. Without `health`, the checks are livez+readyz `ping` and readyz
    * `discovery-snapshot-published` (= this function).
@@ -77,6 +81,8 @@ export function listenOps(o: OpsOptions): Promise<RunningListener> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
+    const connections = o.connections;
+    if (connections) server.on('connection', (sock: Socket) => connections.track(sock));
     server.listen(port, host, () => {
       const addr = server.address();
       resolve({

@@ -94,6 +94,11 @@ export class Peering {
     return this.o.config.peerDiscovery;
   }
 
+  /** Whether the membership is known: static, or the first list of the identity Leases is in. */
+  get membershipKnown(): boolean {
+    return this.membership instanceof LeaseMembership ? this.membership.synced : this.membership !== undefined;
+  }
+
   peers(): readonly PeerEndpoint[] {
     return this.membership?.peers() ?? [];
   }

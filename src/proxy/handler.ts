@@ -15,7 +15,7 @@
 //   peer listener   → handlePeer():   always the local apiserver (one hop, never proxied again)
 
 import { performance } from 'node:perf_hooks';
-import { ErrorCode } from '../api/errors';
+import { ERRORS, ErrorCode } from '../api/errors';
 import type { HealthChecks } from '../observability/healthz';
 import type { Exchange } from '../listener/exchange';
 import { isOriginForm } from '../listener/head-check';
@@ -209,6 +209,13 @@ export class ProxyHandler {
    */
   private serveDocuments(ex: Exchange, ri: RequestInfo, snap: Snapshot, start: number): boolean {
     if (isApisPath(ex.path)) {
+      // Not from a partial view (Snapshot.complete): a 503 the client retries, never a view that
+      // lacks what only peers serve (the namespace controller finalized namespaces with it: issue 39).
+      if (!snap.complete) {
+        writeStatus(ex, ErrorCode.MVP_ERR_DISCOVERY_INCOMPLETE);
+        observe(this.c, ex, ri, 'discovery', ERRORS.MVP_ERR_DISCOVERY_INCOMPLETE.status, start);
+        return true;
+      }
       if (!serveDiscovery(ex, snap.discovery, firstValue(ex.headers, 'accept'), firstValue(ex.headers, 'if-none-match'), this.o.metrics, { legacyFix: this.o.legacyDiscoveryFix })) return false;
       observe(this.c, ex, ri, 'discovery', 200, start);
       return true;

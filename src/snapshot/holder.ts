@@ -36,14 +36,20 @@ export interface Snapshot {
    * not `serving`, requests a peer can answer go to a peer (--local-failover, proxy/handler.ts).
    */
   readonly local: LocalState;
+  /**
+   * The discovery documents include every peer this node knows of (its first merge with all of
+   * them, or --peer-discovery-startup-timeout passed): until then /apis and legacy discovery are
+   * not answered from a partial view (proxy/handler.ts). Stays true once set.
+   */
+  readonly complete: boolean;
 }
 
 export type LocalState = 'serving' | 'draining' | 'down';
 
 /** The parts a publication supplies; a part left out keeps its value from the current snapshot. */
-export type SnapshotParts = Partial<Pick<Snapshot, 'table' | 'discovery' | 'openAPIIndex' | 'exclusions' | 'local'>>;
+export type SnapshotParts = Partial<Pick<Snapshot, 'table' | 'discovery' | 'openAPIIndex' | 'exclusions' | 'local' | 'complete'>>;
 
-const EMPTY: Snapshot = Object.freeze({ generation: 0, publishedAt: 0, table: RouteTable.empty(), discovery: undefined, openAPIIndex: undefined, exclusions: new Set<string>(), local: 'serving' });
+const EMPTY: Snapshot = Object.freeze({ generation: 0, publishedAt: 0, table: RouteTable.empty(), discovery: undefined, openAPIIndex: undefined, exclusions: new Set<string>(), local: 'serving', complete: false });
 
 export class SnapshotHolder {
   private snapshot: Snapshot = EMPTY;
@@ -64,6 +70,7 @@ export class SnapshotHolder {
       openAPIIndex: 'openAPIIndex' in parts ? parts.openAPIIndex : prev.openAPIIndex,
       exclusions: parts.exclusions ?? prev.exclusions,
       local: parts.local ?? prev.local,
+      complete: prev.complete || (parts.complete ?? false),
     });
     this.snapshot = next;
     return next;

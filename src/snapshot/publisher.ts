@@ -43,6 +43,13 @@ export interface SnapshotPublisherOptions {
   refreshIntervalMs: number;
   /** How long a peer whose fetch fails keeps its last good view before it leaves routing. */
   peerGraceMs: number;
+  /**
+   * After start(), the longest the first snapshot waits to be complete (holder.ts Snapshot.complete)
+   * for a peer that does not answer (--peer-discovery-startup-timeout); 0 = complete at once.
+   */
+  startupTimeoutMs?: number;
+  /** Whether the membership is known (lease mode: the first list of the identity Leases is in). */
+  membershipKnown?(): boolean;
   fetchTimeoutMs: number;
   metrics: Metrics;
   log: Logger;
@@ -112,13 +119,39 @@ export class SnapshotPublisher {
 
   /** Runs the first refresh and schedules the next ones. Resolves after the first publish. */
   async start(): Promise<void> {
+    const wait = this.o.startupTimeoutMs ?? 0;
+    this.startupDeadline = this.now() + wait;
+    // Past the bound the snapshot is complete with the views in hand: published then, not at the next refresh.
+    if (wait > 0) {
+      this.startupTimer = setTimeout(() => this.republish(), wait + 10);
+      this.startupTimer.unref();
+    }
     await this.refresh();
     this.schedule();
+  }
+
+  /** When the first snapshot is complete at the latest (start()). */
+  private startupDeadline = 0;
+  private startupTimer: NodeJS.Timeout | undefined;
+  /** A complete snapshot was published: every later one is complete too. */
+  private completed = false;
+
+  /**
+   * Whether documents merged from the views in hand make a complete snapshot: the local view and
+   * every known peer's (a peer fetched at least once; the membership itself known), or the startup
+   * bound passed (a peer that does not answer is merged in when it does, as any peer).
+   */
+  private completeNow(): boolean {
+    if (this.completed) return true;
+    if (this.now() >= this.startupDeadline) return true;
+    if (this.local?.apis === undefined || !(this.o.membershipKnown?.() ?? true)) return false;
+    return this.o.peers().every((p) => this.peerViews.get(p.id)?.apis !== undefined);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.startupTimer) clearTimeout(this.startupTimer);
     for (const t of this.graceTimers) clearTimeout(t);
     this.graceTimers.clear();
     await this.merging.catch(() => undefined);
@@ -343,13 +376,15 @@ export class SnapshotPublisher {
       () => seq !== this.publishSeq || this.stopped,
     );
     if (!(building instanceof RouteTable)) building.catch(() => undefined); // awaited below, maybe only after a merge: never an unhandled rejection meanwhile
+    // Complete only with documents merged from these views (not the previous ones a late merge leaves).
+    const complete = this.completeNow();
     const parts = (table: RouteTable) => ({ table, exclusions, openAPIIndex: openAPI ? mergeOpenAPIIndex(openAPI, table) : undefined });
     const merge = this.local?.apis ? discoveryMergeInput(this.o.localID, this.local.apis, peerApis, exclusions) : undefined;
     if (merge === undefined || merge.key === this.built.key) {
       const discovery = this.built.snapshot;
-      if (building instanceof RouteTable) return this.commit({ ...parts(building), discovery });
+      if (building instanceof RouteTable) return this.commit({ ...parts(building), discovery, complete });
       const built = building.then((table) => {
-        if (table !== undefined && seq === this.publishSeq && !this.stopped) this.commit({ ...parts(table), discovery });
+        if (table !== undefined && seq === this.publishSeq && !this.stopped) this.commit({ ...parts(table), discovery, complete });
       });
       // Not queued behind a merge under way (a reachability change publishes as soon as its table is
       // built), but mergesDone() waits for it too.
@@ -364,7 +399,7 @@ export class SnapshotPublisher {
       const docs = await this.merged(merge.input, merge.key);
       const table = await building;
       if (table === undefined || seq !== this.publishSeq || this.stopped) return; // superseded while merging: the newer one publishes (reusing this merge if its input is the same)
-      this.commit({ ...parts(table), discovery: docs ?? this.built.snapshot });
+      this.commit({ ...parts(table), discovery: docs ?? this.built.snapshot, complete: complete && docs !== undefined });
     }).catch((e: unknown) => this.o.log.error('publishing the snapshot failed', e)); // the chain must never stay rejected
   }
 
@@ -373,6 +408,10 @@ export class SnapshotPublisher {
     const docs = parts.discovery;
     const newDocs = docs !== undefined && docs !== this.o.snapshots.current.discovery;
     const published = this.o.snapshots.publish(parts);
+    if (published.complete && !this.completed) {
+      this.completed = true;
+      this.o.log.info(2, 'discovery complete: every known peer merged, or the startup timeout passed', { peers: this.o.peers().length, merged: docs?.counts.servers });
+    }
     if (newDocs) this.o.log.info(2, 'discovery snapshot published', { generation: published.generation, servers: docs.counts.servers, groups: docs.counts.groups, resources: docs.counts.resources, mergeMs: Math.round(docs.build.ms * 10) / 10, thread: docs.build.thread });
   }
 

@@ -15,6 +15,7 @@ import * as x509 from '@peculiar/x509';
 import type { KubeControlPlane } from '../support/control-plane';
 import { KubeClient } from '../support/client';
 import { errorLines, startControllers } from '../support/controllers';
+import { startMvproxies } from '../support/mvproxy';
 
 export const PCR = 50;
 export const OWNERS = 12;
@@ -177,4 +178,50 @@ export async function runScenario(plane: KubeControlPlane, server: string, tag: 
 /** An error line that names what mvproxy answers (its Status codes, a 503 for a peer-served kind, a failed discovery group). */
 export function causedByMvproxy(line: string): boolean {
   return /MVP_ERR_|mvproxy|the server is currently unable to handle the request|unable to retrieve the complete list of server APIs|the server could not find the requested resource/.test(line);
+}
+
+/** What the startup race cost: the namespace deleted while the controllers and mvproxy start. */
+export interface StartupOutcome {
+  namespaceFinalized: boolean;
+  leaked: number;
+}
+
+/**
+ * Issue 39 item 3, with the real namespace controller: a namespace holding 50 PodCertificateRequests
+ * is deleted while nothing runs a namespace controller; then the mvproxy beside the old apiserver
+ * and the controller-manager start at the same moment, the controller-manager connected through
+ * that mvproxy, and its peer (beside v1.37.2) only `peerDelayMs` later. Until that peer is merged,
+ * mvproxy's view is the old apiserver's alone: answered from it, the namespace controller finalizes
+ * the namespace and the requests stay in etcd. `args` go to the first mvproxy
+ * (`--peer-discovery-startup-timeout=0s` is the behaviour before the fix).
+ */
+export async function runStartupRace(plane: KubeControlPlane, frontend: 'node' | 'uws', tag: string, args: string[], peerDelayMs = 8000): Promise<StartupOutcome> {
+  const admin = new KubeClient(plane.apiservers[1]!.url, plane.pki.caFile, { cert: plane.admin });
+  const csr = await stubCSR();
+  const ns = `race-${tag}`;
+  await admin.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+  for (let i = 0; i < PCR; i++) await admin.json('POST', `/apis/certificates.k8s.io/v1/namespaces/${ns}/podcertificaterequests`, { body: pcr(ns, i, csr) });
+  await admin.json('DELETE', `/api/v1/namespaces/${ns}`);
+  let ctl: Promise<Awaited<ReturnType<typeof startControllers>>> | undefined;
+  const members = await startMvproxies(plane, {
+    frontend,
+    member: (i) => (i === 0 ? { extraArgs: args } : { startAfterMs: peerDelayMs }),
+    // The controller-manager starts the moment the mvproxy it talks to listens.
+    onStarted: (m, i) => {
+      if (i === 0) ctl = startControllers(plane, m.url, tag);
+    },
+  });
+  try {
+    let namespaceFinalized = false;
+    for (let i = 0; i < 120 && !namespaceFinalized; i++) {
+      namespaceFinalized = (await admin.get(`/api/v1/namespaces/${ns}`)).status === 404;
+      if (!namespaceFinalized) await sleep(500);
+    }
+    const leaked = ((await admin.json<{ items: unknown[] }>('GET', `/apis/certificates.k8s.io/v1/namespaces/${ns}/podcertificaterequests`)).items ?? []).length;
+    return { namespaceFinalized, leaked };
+  } finally {
+    await (await ctl)?.stop();
+    await Promise.all(members.map((m) => m.stop()));
+    for (const l of ['kube-controller-manager', 'kube-scheduler']) await admin.request('DELETE', `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${l}`);
+  }
 }

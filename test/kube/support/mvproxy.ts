@@ -22,8 +22,13 @@ export interface Member {
 
 export interface MvproxyOptions {
   frontend: Frontend;
-  /** Per member (by apiserver index): another front end than `frontend`, and flags of its own. */
-  member?: (index: number) => { frontend?: Frontend; extraArgs?: string[] };
+  /**
+   * Per member (by apiserver index): another front end than `frontend`, flags of its own, and a
+   * pause before it starts (members start in order: its peers run without it meanwhile).
+   */
+  member?: (index: number) => { frontend?: Frontend; extraArgs?: string[]; startAfterMs?: number };
+  /** Told of each member as soon as it listens (before the others start, and before discovery is merged). */
+  onStarted?: (m: Member, index: number) => void;
   peerDiscovery?: 'static' | 'lease';
   extraArgs?: string[];
   /**
@@ -76,6 +81,7 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
     for (const [i, a] of plane.apiservers.entries()) {
       const p = ports[i]!;
       const own = o.member?.(i) ?? {};
+      if (own.startAfterMs) await new Promise((r) => setTimeout(r, own.startAfterMs));
       const frontend = own.frontend ?? o.frontend;
       const node = nodeFor(frontend);
       const peers = o.peerDiscovery === 'lease' ? ['--peer-discovery=lease', '--identity-lease-duration-seconds=10'] : ids.flatMap((id, j) => (j === i ? [] : [`--static-peers=${id}=127.0.0.1:${ports[j]!.peer}`]));
@@ -119,6 +125,7 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
         try {
           await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
           members.push(member);
+          o.onStarted?.(member, i);
           break;
         } catch (e) {
           await proc.stop(2000);
