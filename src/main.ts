@@ -2,6 +2,7 @@
 // mvproxy entry point: flags → config → daemon → signals. `mvproxy demo` runs the embedded
 // mixed-version control plane (two simulated kube-apiservers, an mvproxy beside each).
 
+import './cli/compile-cache'; // first: the modules below load from the cache
 import { Command, CommanderError } from 'commander';
 import { configFromCommand, daemonFlags, normalizeArgs } from './cli/flags';
 import { checkFilesReadable, checkTLSFiles, isConfigError } from './config/validate';

@@ -279,6 +279,10 @@ export const SETTING_TABLE = {
     flag: 'peer-discovery-grace-period', field: 'discovery.peerGracePeriod', section: 'Discovery', kind: duration(), default: 60_000, // two refresh intervals: one missed fetch never drops a peer
     help: 'how long a peer whose discovery fetch fails keeps its last good view in routing',
   }),
+  reusePort: setting({
+    flag: 'reuse-port', field: 'serving.reusePort', section: 'Generic', kind: BOOL, default: true, // issue 39: a restart's gap is the new process's start (~0.3 s of refused connections)
+    help: 'listen with SO_REUSEPORT (client, peer and metrics listeners): a new mvproxy can listen on the same ports while the old one drains (two units, a rolling static pod); the uWebSockets.js listeners always do',
+  }),
   peerDiscoveryStartupTimeoutMs: setting({
     flag: 'peer-discovery-startup-timeout', field: 'discovery.peerStartupTimeout', section: 'Discovery', kind: duration(), default: 10_000, // issue 39: a namespace deletion in the first second leaked what only peers serve
     help: 'after start, /apis and legacy discovery answer 503 (and /readyz fails) until the first merge with every known peer is published, or this long for a peer that does not answer',

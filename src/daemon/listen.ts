@@ -69,7 +69,7 @@ export async function listenClient(c: CompletedConfig, p: Components): Promise<C
   const frontend = opened?.frontend ?? 'node';
   log.info(0, `client listener front end: ${frontend === 'uws' ? 'uWebSockets.js' : 'node:http/https'}`, { frontend, setting: config.frontend, reason: frontendReason });
   if (opened) return opened;
-  const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS && { ...clientTLS, certificateUsers }, lifecycle, connections: p.connections, onRequest: (ex) => handler.handleClient(ex), onUpgrade: clientUpgrade(c, p) });
+  const l = await listenNode({ host: config.bindAddress, port: config.securePort, tls: clientTLS && { ...clientTLS, certificateUsers }, lifecycle, connections: p.connections, reusePort: config.reusePort, onRequest: (ex) => handler.handleClient(ex), onUpgrade: clientUpgrade(c, p) });
   return { listener: l, frontend: 'node', ...(clientTLS ? { server: l.server as https.Server } : {}) };
 }
 
@@ -120,6 +120,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
       onUpgrade: peerUpgrade(c, p),
       lifecycle,
       connections: p.connections,
+      reusePort: config.reusePort,
       onRejected,
     });
     opened = { listener: l, frontend: 'node', server: l.server as https.Server };

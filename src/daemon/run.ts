@@ -88,7 +88,7 @@ export async function run(c: CompletedConfig, p: Components, started: Started): 
     peerCertificates: () => peerPools.certificateExpiry,
   });
   const peerStatus = () => (peering?.peers() ?? []).map((x) => ({ id: x.id, address: x.address, up: peering!.reachable(x.id), ...(peering!.problem(x.id) ? { problem: peering!.problem(x.id) } : {}) }));
-  started.ops = await listenOps({ address: config.metricsBindAddress, metrics, health: p.health, routes: () => routesReport(snapshots.current, peerStatus), connections: p.connections });
+  started.ops = await listenOps({ address: config.metricsBindAddress, metrics, health: p.health, routes: () => routesReport(snapshots.current, peerStatus), connections: p.connections, reusePort: config.reusePort });
 
   // Not awaited: the listeners answer (locally, fail open) while the first discovery runs.
   void publisher.start().catch((e) => log.error('discovery start failed', e));

@@ -37,6 +37,8 @@ export interface NodeListenerOptions {
   onUpgrade?(req: http.IncomingMessage, socket: Socket, head: Buffer): void;
   /** Counts open connections (lifecycle/memory.ts). */
   connections?: ConnectionCount;
+  /** SO_REUSEPORT (--reuse-port). */
+  reusePort?: boolean;
 }
 
 /** Long-lived keep-alive like kube-apiserver's clients expect; 16 KiB of headers fits bearer JWTs plus Impersonate-*. */
@@ -91,7 +93,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
     });
   }
   answerExpectations(server, handler);
-  return start(server, o.host, o.port, state, o.connections);
+  return start(server, o.host, o.port, state, o.connections, o.reusePort);
 }
 
 export interface PeerListenerOptions {
@@ -117,6 +119,8 @@ export interface PeerListenerOptions {
   lifecycle?: { readonly draining: boolean };
   /** Counts open connections (lifecycle/memory.ts). */
   connections?: ConnectionCount;
+  /** SO_REUSEPORT (--reuse-port). */
+  reusePort?: boolean;
 }
 
 export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
@@ -168,7 +172,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     if (why !== null) return answerStatus(socket, ErrorCode.MVP_ERR_PEER_UNAUTHORIZED, why);
     answerStatus(socket, ErrorCode.MVP_ERR_PEER_UPGRADE);
   });
-  return start(server, o.host, o.port, state, o.connections);
+  return start(server, o.host, o.port, state, o.connections, o.reusePort);
 }
 
 /**
@@ -261,7 +265,7 @@ export interface NodeRunningListener extends RunningListener {
   readonly server: http.Server;
 }
 
-function start(server: http.Server, host: string, port: number, state: ListenerState, connections: ConnectionCount | undefined): Promise<NodeRunningListener> {
+function start(server: http.Server, host: string, port: number, state: ListenerState, connections: ConnectionCount | undefined, reusePort = false): Promise<NodeRunningListener> {
   if (connections) server.on('connection', (sock: Socket) => connections.track(sock));
   // HTTP/2 sessions (client listener with TLS): GOAWAY when the listener stops accepting (streams in
   // flight finish, the client opens new ones elsewhere), destroyed at close.
@@ -277,7 +281,7 @@ function start(server: http.Server, host: string, port: number, state: ListenerS
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, reusePort }, () => {
       server.off('error', reject);
       const addr = server.address();
       resolve({

@@ -126,7 +126,8 @@ export class UwsResponse implements ClientResponse {
     if (flushNow && this.jsonStreamLead && status === 200 && head.contentLength < 0 && isIdentityJSON(head)) this.write(JSON_STREAM_LEAD);
   }
 
-  private writeHeadNow(): void {
+  /** `close`: the head says `Connection: close` (uWS writes one itself only when end() closes). */
+  private writeHeadNow(close = false): void {
     if (this.headWritten) return;
     this.headWritten = true;
     const res = this.res;
@@ -138,10 +139,12 @@ export class UwsResponse implements ClientResponse {
       const b = raw.buf;
       const r = raw.runs;
       res.writeStatus(b.subarray(raw.statusStart, raw.statusEnd));
+      if (close) res.writeHeader('connection', 'close');
       for (let i = 0; i < r.length; i += 4) res.writeHeader(b.subarray(r[i]!, r[i + 1]!), b.subarray(r[i + 2]!, r[i + 3]!));
       return;
     }
     res.writeStatus(statusLine(this.status));
+    if (close) res.writeHeader('connection', 'close');
     const h = this.head!.headers;
     // uWS writes its own Connection: close when it closes (end(…, true)), and its own Date on every
     // response (not switchable in this build): the upstream's would make two of each.
@@ -254,7 +257,11 @@ export class UwsResponse implements ClientResponse {
         // client closes or idles out.
         this.requestBodyPaused?.();
       }
-      this.writeHeadNow();
+      // The head goes out before the body's end: if this response must close its connection, only
+      // its head can say so (end(…, true) after it corrupts a body: endClosing). The client closes it
+      // then: a draining daemon's kept-alive connections served one request each and were used on
+      // for as long as requests came (the drain ran to its timeout: test/integration/shutdown.test.ts).
+      this.writeHeadNow(this.closing());
       if (total >= 0) {
         const before = this.res.getWriteOffset();
         const [sent, finished] = this.res.tryEnd(chunk, total);

@@ -25,6 +25,8 @@ export interface OpsOptions {
   routes?: () => RoutesReport;
   /** Counts open connections (lifecycle/memory.ts). */
   connections?: ConnectionCount;
+  /** SO_REUSEPORT (--reuse-port). */
+  reusePort?: boolean;
   /**
    * @deprecated pass `health`. Without `health`, the checks are livez+readyz `ping` and readyz
    * `discovery-snapshot-published` (= this function).
@@ -83,7 +85,7 @@ export function listenOps(o: OpsOptions): Promise<RunningListener> {
     server.once('error', reject);
     const connections = o.connections;
     if (connections) server.on('connection', (sock: Socket) => connections.track(sock));
-    server.listen(port, host, () => {
+    server.listen({ port, host, reusePort: o.reusePort ?? false }, () => {
       const addr = server.address();
       resolve({
         port: typeof addr === 'object' && addr ? addr.port : port,
