@@ -43,7 +43,7 @@ export interface Outcome {
 }
 
 /** The stub CSR a kubelet sends with a PodCertificateRequest (its contents are not checked, its signature is). */
-async function stubCSR(): Promise<string> {
+export async function stubCSR(): Promise<string> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   type Create = typeof x509.Pkcs10CertificateRequestGenerator.create;
@@ -51,7 +51,7 @@ async function stubCSR(): Promise<string> {
   return Buffer.from(csr.rawData).toString('base64');
 }
 
-function pcr(ns: string, i: number, csr: string): Record<string, unknown> {
+export function pcr(ns: string, i: number, csr: string): Record<string, unknown> {
   return {
     apiVersion: 'certificates.k8s.io/v1',
     kind: 'PodCertificateRequest',

@@ -18,6 +18,11 @@ export interface Member {
   peerPort: number;
   proc: Proc;
   stop(): Promise<void>;
+  /**
+   * As a kubelet restarts a static pod: SIGTERM, and the same command started again the moment the
+   * process exited (same ports); resolves once it listens. `proc` is the new process then.
+   */
+  restart?(): Promise<{ exitedMs: number; listeningMs: number }>;
 }
 
 export interface MvproxyOptions {
@@ -121,7 +126,23 @@ export async function startMvproxies(plane: KubeControlPlane, o: MvproxyOptions)
       // cannot be taken (one CI run in ten); then the member starts again on another client port.
       for (let attempt = 1; ; attempt++) {
         const proc = startProcess(`${ids[i]}-${frontend}`, node, args, plane.dir, { NODE_OPTIONS: '', ...o.command?.env });
-        const member: Member = { name: ids[i]!, url: `https://127.0.0.1:${p.client}`, metricsURL: `http://127.0.0.1:${p.metrics}`, peerPort: p.peer, proc, stop: async () => void (await proc.stop(10_000)) };
+        const member: Member = {
+          name: ids[i]!,
+          url: `https://127.0.0.1:${p.client}`,
+          metricsURL: `http://127.0.0.1:${p.metrics}`,
+          peerPort: p.peer,
+          proc,
+          stop: async () => void (await member.proc.stop(10_000)),
+          async restart() {
+            const t = Date.now();
+            await member.proc.stop(30_000);
+            const exitedMs = Date.now() - t;
+            const next = startProcess(`${ids[i]}-${frontend}`, node, args, plane.dir, { NODE_OPTIONS: '', ...o.command?.env });
+            member.proc = next;
+            await waitFor(() => `${ids[i]} started again`, async () => /"msg":"mvproxy started"/.test(next.log()), 30_000, next);
+            return { exitedMs, listeningMs: Date.now() - t - exitedMs };
+          },
+        };
         try {
           await waitFor(() => `${ids[i]} started`, async () => /"msg":"mvproxy started"/.test(proc.log()), 30_000, proc);
           members.push(member);

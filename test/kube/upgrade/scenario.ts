@@ -33,16 +33,19 @@ import { binary, KUBECTL, NEW, OLD, startControlPlane, type KubeControlPlane } f
 import { KubeClient } from '../support/client';
 import { startMvproxies, type Frontend, type Member } from '../support/mvproxy';
 import { startProcess, type Proc } from '../support/processes';
+import { startRoundRobin, type RoundRobin } from '../support/round-robin';
+import { errorLines, startControllers, type Controllers } from '../support/controllers';
+import { pcr, stubCSR } from '../controllers/scenario';
 
-export type Mode = 'mvproxy' | 'direct';
+export type Mode = 'mvproxy' | 'direct' | 'lb';
 /**
  * How an apiserver is taken down for its upgrade: SIGTERM with kube-apiserver's shutdown flags at
  * their defaults (as kubeadm leaves them), SIGTERM with DELAYED_SHUTDOWN, SIGKILL, or SIGTERM and
  * the new release started 60 s later. A stop still running after 20 s is ended with SIGKILL (a
  * kubelet ends a static pod after its grace period).
  */
-export type Stop = 'graceful' | 'delayed' | 'sigkill' | 'down60';
-export const STOP_LABEL: Record<Stop, string> = { graceful: 'graceful stop (SIGTERM)', delayed: 'SIGTERM, shutdown delay 5 s + retry-after', sigkill: 'SIGKILL', down60: 'stopped for 60 s' };
+export type Stop = 'graceful' | 'delayed' | 'sigkill' | 'down60' | 'proxy-restart';
+export const STOP_LABEL: Record<Stop, string> = { graceful: 'graceful stop (SIGTERM)', delayed: 'SIGTERM, shutdown delay 5 s + retry-after', sigkill: 'SIGKILL', down60: 'stopped for 60 s', 'proxy-restart': 'no apiserver stop: the mvproxy beside kube-a restarted (SIGTERM, then started again, as a kubelet restarts a static pod)' };
 /** kube-apiserver keeps serving 5 s after SIGTERM with /readyz failing, then answers 429 "shutting down" while it drains instead of closing its listener. */
 const DELAYED_SHUTDOWN = ['--shutdown-delay-duration=5s', '--shutdown-send-retry-after=true'];
 
@@ -66,6 +69,31 @@ export interface ScenarioOptions {
   /** Both at v1.37.2. */
   afterMs?: number;
   log?: (line: string) => void;
+  /**
+   * The real kube-controller-manager and kube-scheduler v1.34.4 run on node b (the node upgraded
+   * last) through its server, all along (issue 39): their leader changes, errors, and the
+   * namespace controller's and garbage collector's decisions on the v1.37-only kinds while mixed.
+   */
+  controllers?: boolean;
+}
+
+/** What the real controllers did over a run (ScenarioOptions.controllers). */
+export interface ControllerCounts {
+  /** Leader Lease acquisitions beyond each controller's first (a lost lease restarts a controller-manager). */
+  leaderChanges: number;
+  /** "leaderelection lost" in their logs. */
+  leaderLost: number;
+  /** klog error lines of both. */
+  errors: number;
+  /** The decisions while mixed; absent when the run has no mixed phase (proxy-restart). */
+  decisions?: {
+    /** PodCertificateRequests left in etcd of a namespace deleted while mixed, once it was finalized (of CONTROLLER_PCRS). */
+    leaked: number;
+    namespaceFinalized: boolean;
+    /** ConfigMaps owned by a live ClusterTrustBundle that the garbage collector deleted (of the live ones), and owned by a deleted one that it deleted. */
+    wrongDeletions: number;
+    rightDeletions: number;
+  };
 }
 
 export interface ClientCounts {
@@ -120,6 +148,7 @@ export interface ScenarioResult {
   clients: ClientCounts[];
   /** ms since start: each apiserver's stop, exit and ready again, the ClusterTrustBundle seeds. */
   timeline: { event: string; atMs: number }[];
+  controllers?: ControllerCounts;
 }
 
 const KINDS = ['configmaps', 'clustertrustbundles'] as const;
@@ -151,14 +180,14 @@ interface WatchExit {
 }
 
 /** kubectl get -w, started again 500 ms after it ends, until stop(); each end with its stderr's last line. */
-function kubectlWatchLoop(kubeconfig: string, server: string, args: string[]): { exits: WatchExit[]; stop(): void } {
+function kubectlWatchLoop(kubeconfig: string, server: string, args: string[], env: NodeJS.ProcessEnv = {}): { exits: WatchExit[]; stop(): void } {
   const home = mkdtempSync(join(tmpdir(), 'mvproxy-kubectl-'));
   let child: ChildProcess | undefined;
   let stopped = false;
   const exits: WatchExit[] = [];
   const start = () => {
     if (stopped) return;
-    child = spawn(KUBECTL, [`--kubeconfig=${kubeconfig}`, `--server=${server}`, `--cache-dir=${join(home, 'cache')}`, 'get', ...args, '-w', '-o', 'name'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: home } });
+    child = spawn(KUBECTL, [`--kubeconfig=${kubeconfig}`, `--server=${server}`, `--cache-dir=${join(home, 'cache')}`, 'get', ...args, '-w', '-o', 'name'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env, HOME: home } });
     let err = '';
     child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString('utf8')).slice(-2000)));
     child.once('exit', () => {
@@ -187,6 +216,7 @@ async function failoverCounts(m: Member): Promise<Record<string, number>> {
 
 export function runLabel(o: Pick<ScenarioOptions, 'mode' | 'frontend' | 'localFailover'>): string {
   if (o.mode === 'direct') return 'apiservers directly (in-tree)';
+  if (o.mode === 'lb') return 'a round-robin load balancer over both (HTTP/1.1)';
   return `mvproxy (${o.frontend ?? 'node'})${o.localFailover === false ? ', --local-failover=false' : ''}`;
 }
 
@@ -197,20 +227,27 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
   const afterMs = o.afterMs ?? 8000;
   const stops: [Stop, Stop] = Array.isArray(o.stop) ? o.stop : [o.stop ?? 'graceful', o.stop ?? 'graceful'];
   const failover = o.mode === 'mvproxy' ? (o.localFailover ?? true) : undefined;
+  if (stops.includes('proxy-restart') && o.mode !== 'mvproxy') throw new Error('proxy-restart restarts an mvproxy: mode mvproxy only');
   const plane: KubeControlPlane = await startControlPlane(
     ['kube-a', 'kube-b'].map((name, i) => ({ name, version: OLD, releaseDefaults: true, ...(stops[i] === 'delayed' ? { args: DELAYED_SHUTDOWN } : {}) })),
   );
   let members: Member[] = [];
   const clients: Proc[] = [];
   const watches: ReturnType<typeof kubectlWatchLoop>[][] = [];
+  let lb: RoundRobin | undefined;
+  let ctl: Controllers | undefined;
   try {
     if (o.mode === 'mvproxy') members = await startMvproxies(plane, { frontend: o.frontend ?? 'node', extraArgs: [`--local-failover=${failover}`] });
+    if (o.mode === 'lb') lb = await startRoundRobin(plane.apiservers.map((a) => a.port));
+    // Through the load balancer every client speaks HTTP/1.1 (client-go's DISABLE_HTTP2), so each
+    // connection, not each client, picks a release.
+    const env: NodeJS.ProcessEnv = o.mode === 'lb' ? { DISABLE_HTTP2: 'true' } : {};
     const admin = new KubeClient(plane.apiservers[0]!.url, plane.pki.caFile, { cert: plane.admin });
     await admin.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'upgrade' } } });
     for (let k = 0; k < SEEDS; k++) await admin.json('POST', '/api/v1/namespaces/upgrade/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `seed-cm-${k}` } } });
     const kubeconfig = plane.kubeconfig('admin', { cert: plane.admin });
-    const servers = plane.apiservers.map((a, i) => (o.mode === 'mvproxy' ? members[i]!.url : a.url));
-    const via = plane.apiservers.map((a) => (o.mode === 'mvproxy' ? `mvproxy beside ${a.name}` : `${a.name} directly`));
+    const servers = plane.apiservers.map((a, i) => (o.mode === 'mvproxy' ? members[i]!.url : lb ? `https://127.0.0.1:${lb.port}` : a.url));
+    const via = plane.apiservers.map((a) => (o.mode === 'mvproxy' ? `mvproxy beside ${a.name}` : lb ? `the load balancer (node ${a.name})` : `${a.name} directly`));
 
     const t0 = Date.now();
     const timeline: ScenarioResult['timeline'] = [];
@@ -219,19 +256,36 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
       log(`  ${((Date.now() - t0) / 1000).toFixed(1)} s  ${event}`);
     };
     for (const [i, server] of servers.entries()) {
-      clients.push(startProcess(`upgrade-client-${i}`, binary('upgrade-client'), ['-kubeconfig', kubeconfig, '-server', server, '-name', `c${i}`, '-trust-bundle', plane.pki.caFile, '-seeds', String(SEEDS)], plane.dir));
+      clients.push(startProcess(`upgrade-client-${i}`, binary('upgrade-client'), ['-kubeconfig', kubeconfig, '-server', server, '-name', `c${i}`, '-trust-bundle', plane.pki.caFile, '-seeds', String(SEEDS)], plane.dir, env));
       watches.push([
-        kubectlWatchLoop(kubeconfig, server, ['configmaps', '-n', 'upgrade']),
-        kubectlWatchLoop(kubeconfig, server, ['clustertrustbundles.v1.certificates.k8s.io']),
+        kubectlWatchLoop(kubeconfig, server, ['configmaps', '-n', 'upgrade'], env),
+        kubectlWatchLoop(kubeconfig, server, ['clustertrustbundles.v1.certificates.k8s.io'], env),
       ]);
     }
-    mark('clients started (both apiservers v1.34.4)');
+    // The real controllers on node b (upgraded last: the old release on the old node), through its server.
+    if (o.controllers) ctl = await startControllers(plane, servers[1]!, `upgrade-${o.mode}-${o.frontend ?? ''}-${stops.join('-')}`, env);
+    mark(`clients started (both apiservers v1.34.4)${ctl ? ', the real controllers on node b' : ''}`);
     await sleep(steadyMs);
     const down: [number, number][] = [];
+    /** When an apiserver got its SIGKILL: requests in flight there then may have run (killedInFlight). */
+    const killedAt: number[] = [];
+    let decisions: ControllerObjects | undefined;
     for (const [i, a] of plane.apiservers.entries()) {
       const t = Date.now();
       const stop = stops[i]!;
+      if (stop === 'proxy-restart') {
+        // No apiserver restarts: the mvproxy beside kube-a is restarted, as a kubelet restarts its static pod.
+        if (i === 0) {
+          mark('mvproxy beside kube-a: SIGTERM');
+          const r = await members[0]!.restart!();
+          mark(`mvproxy beside kube-a: listening again (exited ${r.exitedMs} ms after its SIGTERM, listening ${r.listeningMs} ms after that)`);
+          down[i] = [t, Date.now()];
+          await sleep(mixedMs);
+        } else down[i] = [t, t];
+        continue;
+      }
       mark(`${a.name}: ${stop === 'sigkill' ? 'SIGKILL to' : 'SIGTERM to'} v1.34.4${stop === 'down60' ? ', v1.37.2 started 60 s later' : ''}`);
+      if (stop === 'sigkill') killedAt.push(Date.now());
       await a.restart(NEW, { kill: stop === 'sigkill', downMs: stop === 'down60' ? DOWN_MS : 0, exited: () => mark(`${a.name}: v1.34.4 exited`) });
       down[i] = [t, Date.now()];
       mark(`${a.name}: v1.37.2 ready`);
@@ -239,19 +293,29 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         const ctb = new KubeClient(a.url, plane.pki.caFile, { cert: plane.admin });
         for (let k = 0; k < SEEDS; k++) await ctb.json('POST', '/apis/certificates.k8s.io/v1/clustertrustbundles', { body: { apiVersion: 'certificates.k8s.io/v1', kind: 'ClusterTrustBundle', metadata: { name: `seed-ctb-${k}` }, spec: { trustBundle: readFileSync(plane.pki.caFile, 'utf8') } } });
         mark('ClusterTrustBundle seeds created (through kube-a)');
+        if (ctl) {
+          decisions = await controllerObjects(plane);
+          mark('while mixed: a namespace of PodCertificateRequests deleted, two ClusterTrustBundle owners of ConfigMaps deleted (through kube-a)');
+        }
         await sleep(mixedMs);
       }
     }
     await sleep(afterMs);
+    // The controllers' decisions on the v1.37-only kinds, once both run v1.37.2 (a namespace left
+    // Terminating while mixed is finalized now; the garbage collector maps the owners at its next
+    // discovery sync, every 30 s: waited for, bounded).
+    const controllers = ctl ? await controllerOutcome(plane, ctl, decisions) : undefined;
     mark('stopping the clients');
     await Promise.all(clients.map((c) => c.stop(5000)));
+    await ctl?.stop();
     for (const w of watches.flat()) w.stop();
     const failedOver = failover ? await Promise.all(members.map(failoverCounts)) : undefined;
-    const seedsAt = t0 + timeline.find((e) => e.event.startsWith('ClusterTrustBundle seeds'))!.atMs;
+    const seeded = timeline.find((e) => e.event.startsWith('ClusterTrustBundle seeds'));
+    const seedsAt = seeded ? t0 + seeded.atMs : Infinity;
     const bStops = down[1]![0];
     const aReady = down[0]![1];
     // Before any apiserver serves ClusterTrustBundles (and its peers' discovery has it), a 404 for one is the truth.
-    const servedNowhere = (t: number) => t < aReady + WINDOW_GRACE_MS;
+    const servedNowhere = (t: number) => t < aReady + WINDOW_GRACE_MS || t < seedsAt;
     // Mutating requests by audit ID, over both apiservers (the restarted one's log goes on in the same file).
     const runs = new Map<string, number>();
     for (const a of plane.apiservers)
@@ -267,6 +331,10 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
       const exists = (r: ReqLine) => r.verb !== 'create' && (r.own || r.obj.startsWith('seed-cm-') || (r.obj.startsWith('seed-ctb-') && r.t > seedsAt));
       const spurious = (r: ReqLine) => r.code === 404 && exists(r);
       const failed = (r: ReqLine) => r.code === 0 || r.code >= 500 || r.code === 429 || r.code === 409 || spurious(r) || (r.code === 404 && r.res === 'clustertrustbundles' && r.verb === 'create' && !servedNowhere(r.t));
+      // In flight at an apiserver's SIGKILL (on the local route, or the peer route to it): it may have
+      // run, so mvproxy answers it 503 without Retry-After and sends it nowhere else; a client talking
+      // to the apiserver directly gets a reset. What no proxy could have prevented, counted apart.
+      const killedInFlight = (r: ReqLine) => (r.code === 0 || r.code >= 500) && killedAt.some((k) => r.t - r.ms <= k && r.t >= k);
       const longest: Record<Kind, number> = { configmaps: 0, clustertrustbundles: 0 };
       for (const res of KINDS) {
         let since: number | undefined;
@@ -302,7 +370,7 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         requests: reqs.length,
         byCode,
         failed: { configmaps: reqs.filter((r) => r.res === 'configmaps' && failed(r)).length, clustertrustbundles: reqs.filter((r) => r.res === 'clustertrustbundles' && failed(r)).length },
-        killedInFlight: stops[i] === 'sigkill' ? reqs.filter((r) => r.res === 'configmaps' && failed(r) && (r.code === 0 || r.code >= 500) && r.t - r.ms <= dStart && r.t >= dStart).length : 0,
+        killedInFlight: reqs.filter((r) => killedInFlight(r)).length,
         spurious404: reqs.filter(spurious).length,
         clientTimeouts: reqs.filter((r) => r.code === 0 && (r.ms >= CLIENT_TIMEOUT_MS - 100 || /Timeout|deadline/.test(r.err ?? ''))).length,
         watchErrors: lines.filter((l) => l.ev === 'watch-error' && !(l.res === 'clustertrustbundles' && l.code === 404 && servedNowhere(l.t))).length,
@@ -310,7 +378,7 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         longestRewatchMs: longestRewatch,
         kubectlWatchRestarts: watches[i]!.reduce((s, w) => s + w.exits.filter((x) => !(/doesn't have a resource type/.test(x.err) && servedNowhere(x.t))).length, 0),
         longestOutageMs: longest,
-        outsideWindow: reqs.filter((r) => (r.code === 503 || r.code === 0) && !inWindow(r.t)).length,
+        outsideWindow: reqs.filter((r) => (r.code === 503 || r.code === 0) && !inWindow(r.t) && !killedInFlight(r)).length,
         runTwice: ranTwice.length + conflicts,
         ...(failedOver ? { failedOver: failedOver[i]! } : {}),
         leaderLost: lines.filter((l) => l.ev === 'leader' && l.state === 'lost').length,
@@ -318,13 +386,81 @@ export async function runUpgradeScenario(o: ScenarioOptions): Promise<ScenarioRe
         newerOnlyWhileMixed: { ok: mixed.filter((r) => r.code >= 200 && r.code < 300).length, failed: mixed.filter((r) => r.code < 200 || r.code >= 300).length },
       };
     });
-    return { mode: o.mode, ...(o.mode === 'mvproxy' ? { frontend: o.frontend ?? 'node', localFailover: failover } : {}), label: runLabel(o), clients: counts, timeline };
+    return { mode: o.mode, ...(o.mode === 'mvproxy' ? { frontend: o.frontend ?? 'node', localFailover: failover } : {}), label: runLabel(o), clients: counts, timeline, ...(controllers ? { controllers } : {}) };
   } finally {
     for (const w of watches.flat()) w.stop();
     await Promise.all(clients.map((c) => c.stop(2000)));
+    await ctl?.stop();
     await Promise.all(members.map((m) => m.stop()));
+    await lb?.close();
     await plane.stop();
   }
+}
+
+/** Objects of the controllers' decisions, made while mixed (controllerObjects). */
+interface ControllerObjects {
+  ns: string;
+  owners: string[];
+  dead: Set<string>;
+}
+
+/** PodCertificateRequests in the namespace deleted while mixed. */
+const CONTROLLER_PCRS = 20;
+const CONTROLLER_OWNERS = 6;
+const CONTROLLER_DEPENDENTS = 4;
+const CONTROLLER_DEAD = 2;
+
+/** While mixed, through kube-a (v1.37.2: it serves both kinds): the namespace and the owners the controllers must act on. */
+async function controllerObjects(plane: KubeControlPlane): Promise<ControllerObjects> {
+  const a = new KubeClient(plane.apiservers[0]!.url, plane.pki.caFile, { cert: plane.admin });
+  const ns = 'upgrade-pcr';
+  await a.json('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+  const csr = await stubCSR();
+  for (let i = 0; i < CONTROLLER_PCRS; i++) await a.json('POST', `/apis/certificates.k8s.io/v1/namespaces/${ns}/podcertificaterequests`, { body: pcr(ns, i, csr) });
+  const owners: string[] = [];
+  for (let o = 0; o < CONTROLLER_OWNERS; o++) {
+    const ctb = await a.json<{ metadata: { name: string; uid: string } }>('POST', '/apis/certificates.k8s.io/v1/clustertrustbundles', { body: { apiVersion: 'certificates.k8s.io/v1', kind: 'ClusterTrustBundle', metadata: { name: `owner-${o}` }, spec: { trustBundle: readFileSync(plane.pki.caFile, 'utf8') } } });
+    owners.push(ctb.metadata.name);
+    for (let d = 0; d < CONTROLLER_DEPENDENTS; d++) {
+      await a.json('POST', '/api/v1/namespaces/upgrade/configmaps', { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `dep-${o}-${d}`, namespace: 'upgrade', ownerReferences: [{ apiVersion: 'certificates.k8s.io/v1', kind: 'ClusterTrustBundle', name: ctb.metadata.name, uid: ctb.metadata.uid }] }, data: { owner: ctb.metadata.name } } });
+    }
+  }
+  await a.json('DELETE', `/api/v1/namespaces/${ns}`);
+  const dead = new Set(owners.slice(0, CONTROLLER_DEAD));
+  for (const o of dead) await a.json('DELETE', `/apis/certificates.k8s.io/v1/clustertrustbundles/${o}`);
+  return { ns, owners, dead };
+}
+
+/** What the controllers decided (ControllerCounts): waits up to 45 s for the namespace and the right deletions. */
+async function controllerOutcome(plane: KubeControlPlane, ctl: Controllers, d: ControllerObjects | undefined): Promise<ControllerCounts> {
+  const decisions = d ? await controllerDecisions(plane, d) : undefined;
+  const logs = ctl.kcm.log() + ctl.scheduler.log();
+  const acquired = (log: string) => Math.max(0, (log.match(/successfully acquired lease/g) ?? []).length - 1);
+  return {
+    leaderChanges: acquired(ctl.kcm.log()) + acquired(ctl.scheduler.log()),
+    leaderLost: (logs.match(/leaderelection lost|leader election lost/g) ?? []).length,
+    errors: errorLines(logs).length,
+    ...(decisions ? { decisions } : {}),
+  };
+}
+
+/** The namespace controller's and garbage collector's decisions on the objects made while mixed. */
+async function controllerDecisions(plane: KubeControlPlane, d: ControllerObjects): Promise<NonNullable<ControllerCounts['decisions']>> {
+  const a = new KubeClient(plane.apiservers[0]!.url, plane.pki.caFile, { cert: plane.admin });
+  const tally = async () => {
+    const left = (await a.json<{ items: { data?: { owner?: string } }[] }>('GET', '/api/v1/namespaces/upgrade/configmaps')).items.filter((c) => c.data?.owner);
+    const live = (CONTROLLER_OWNERS - CONTROLLER_DEAD) * CONTROLLER_DEPENDENTS;
+    return { right: CONTROLLER_DEAD * CONTROLLER_DEPENDENTS - left.filter((c) => d.dead.has(c.data!.owner!)).length, wrong: live - left.filter((c) => !d.dead.has(c.data!.owner!)).length };
+  };
+  let finalized = false;
+  let t = await tally();
+  for (let i = 0; i < 90 && (!finalized || t.right < CONTROLLER_DEAD * CONTROLLER_DEPENDENTS); i++) {
+    finalized = (await a.get(`/api/v1/namespaces/${d.ns}`)).status === 404;
+    t = await tally();
+    if (!finalized || t.right < CONTROLLER_DEAD * CONTROLLER_DEPENDENTS) await sleep(500);
+  }
+  const leaked = ((await a.json<{ items: unknown[] }>('GET', `/apis/certificates.k8s.io/v1/namespaces/${d.ns}/podcertificaterequests`)).items ?? []).length;
+  return { leaked, namespaceFinalized: finalized, wrongDeletions: t.wrong, rightDeletions: t.right };
 }
 
 const sec = (ms: number) => (ms / 1000).toFixed(1);
@@ -332,14 +468,31 @@ const sec = (ms: number) => (ms / 1000).toFixed(1);
 /** The side-by-side table: one row per run and client (node). */
 export function upgradeTable(results: ScenarioResult[]): string {
   const L = [
-    '| apiserver stop | clients through | client (node) | requests | failed: ConfigMaps / v1.37-only kind | longest outage s: ConfigMaps / v1.37-only kind | waited for the 5 s timeout | informer watch errors | watches ended | longest re-watch gap s | kubectl get -w restarts | failed over to a peer | leader lost | spurious 404s | 503/no answer outside window | run twice | v1.37-only kind while mixed: ok / failed |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| apiserver stop | clients through | client (node) | requests | failed: ConfigMaps / v1.37-only kind | of them killed in flight | longest outage s: ConfigMaps / v1.37-only kind | waited for the 5 s timeout | informer watch errors | watches ended | longest re-watch gap s | kubectl get -w restarts | failed over to a peer | leader lost | spurious 404s | 503/no answer outside window | run twice | v1.37-only kind while mixed: ok / failed |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of results)
     for (const c of r.clients) {
       const fo = c.failedOver === undefined ? '–' : String(Object.values(c.failedOver).reduce((s, n) => s + n, 0));
-      L.push(`| ${STOP_LABEL[c.stop]} | ${r.label} | ${c.client} (${c.via.replace(/^mvproxy beside |(?: directly)$/g, '')}) | ${c.requests} | ${c.failed.configmaps} / ${c.failed.clustertrustbundles} | **${sec(c.longestOutageMs.configmaps)}** / ${sec(c.longestOutageMs.clustertrustbundles)} | ${c.clientTimeouts} | ${c.watchErrors} | ${c.watchesEnded} | ${sec(c.longestRewatchMs)} | ${c.kubectlWatchRestarts} | ${fo} | ${c.leaderLost} | ${c.spurious404} | ${c.outsideWindow} | ${c.runTwice} | ${c.newerOnlyWhileMixed.ok} / ${c.newerOnlyWhileMixed.failed} |`);
+      L.push(`| ${STOP_LABEL[c.stop]} | ${r.label} | ${c.client} (${c.via.replace(/^mvproxy beside |(?: directly)$/g, '')}) | ${c.requests} | ${c.failed.configmaps} / ${c.failed.clustertrustbundles} | ${c.killedInFlight} | **${sec(c.longestOutageMs.configmaps)}** / ${sec(c.longestOutageMs.clustertrustbundles)} | ${c.clientTimeouts} | ${c.watchErrors} | ${c.watchesEnded} | ${sec(c.longestRewatchMs)} | ${c.kubectlWatchRestarts} | ${fo} | ${c.leaderLost} | ${c.spurious404} | ${c.outsideWindow} | ${c.runTwice} | ${c.newerOnlyWhileMixed.ok} / ${c.newerOnlyWhileMixed.failed} |`);
     }
+  return L.join('\n');
+}
+
+/** The real controllers' table: one row per run that ran them (ScenarioOptions.controllers). */
+export function controllersTable(results: ScenarioResult[]): string {
+  const live = (CONTROLLER_OWNERS - CONTROLLER_DEAD) * CONTROLLER_DEPENDENTS;
+  const L = [
+    `| apiserver stop | controllers through (node b) | leader changes | leader lost | controller error lines | namespace finalized | PodCertificateRequests leaked | wrong GC deletions | right GC deletions |`,
+    '|---|---|---:|---:|---:|---|---:|---:|---:|',
+  ];
+  for (const r of results) {
+    const c = r.controllers;
+    if (!c) continue;
+    const x = c.decisions;
+    const decided = x ? `${x.namespaceFinalized ? 'yes' : 'no'} | ${x.leaked} / ${CONTROLLER_PCRS} | ${x.wrongDeletions} / ${live} | ${x.rightDeletions} / ${CONTROLLER_DEAD * CONTROLLER_DEPENDENTS}` : '– | – | – | –';
+    L.push(`| ${STOP_LABEL[r.clients[0]!.stop]} | ${r.label} | ${c.leaderChanges} | ${c.leaderLost} | ${c.errors} | ${decided} |`);
+  }
   return L.join('\n');
 }
 
