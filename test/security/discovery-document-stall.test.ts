@@ -7,13 +7,17 @@
 // where it is decoded (src/aggregation/decode.ts), only names cross to the main thread, and the route
 // table is built a slice at a time (src/routing/routetable.ts buildSliced).
 //
-// The bound asserted: while a peer's document is fetched, decoded, merged and published, the
-// longest the daemon's event loop is held stays under 50 ms (perf_hooks monitorEventLoopDelay,
-// 10 ms resolution, its max), for the worst document the limits let through (4,000 groups, 10,000
-// versions, 20,000 resources, all names alike in length, first and last byte, padded to 15.9 MiB,
-// served as both /api and /apis), while a client keeps asking for /apis. The daemon runs in this
-// process; the fake peer runs in a worker thread, so that writing its 16 MiB over TLS is not
-// counted against the daemon.
+// What is asserted cannot flake on a busy machine (tests never time things: issue 40 item 5): for
+// the worst document the limits let through (4,000 groups, 10,000 versions, 20,000 resources, all
+// names alike in length, first and last byte, padded to 15.9 MiB, served as both /api and /apis),
+// while a client keeps asking for /apis, the decode and merge run in the worker (the document's
+// build says so), the main thread keeps turning while the document is published (the route table
+// is built a slice at a time: counted turns of the event loop, not milliseconds), and the client is
+// answered meanwhile. The longest the event loop was held (perf_hooks monitorEventLoopDelay) is
+// printed, not asserted: on this 2-core machine under no other load it stays under 50 ms; the
+// bound is measured by `npm run native-bench -- --only merge-load` (event-loop delay while merges
+// run under a request load). The daemon runs in this process; the fake peer in a worker thread, so
+// that writing its 16 MiB over TLS is not counted against the daemon.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -31,7 +35,8 @@ import { DEFAULT_FRONTEND } from '../support/frontends';
 import { readFixture } from '../support/fixtures';
 import { startFakeServer, APIS_V133, AGG, type FakeServer } from '../faults/harness';
 
-const MAX_STALL_MS = 50;
+/** Turns of the event loop the publication must leave the daemon at least (it is chunked and waits on the worker). */
+const MIN_TURNS = 20;
 const PEER_ID = 'mvproxy-big-peer';
 
 // The fake peer: an HTTPS peer listener in a worker thread serving /api and /apis from documents it
@@ -138,7 +143,7 @@ async function scrape(d: Daemon, name: string): Promise<string[]> {
  * answers through undici's async iterator cost this thread more (promises under the test runner's
  * hooks) than the daemon's own work.
  */
-async function whileClientAsks(port: number, work: () => Promise<void>): Promise<{ maxStallMs: number; answers: number; statuses: Set<number> }> {
+async function whileClientAsks(port: number, work: () => Promise<void>): Promise<{ maxStallMs: number; answers: number; statuses: Set<number>; turns: number }> {
   const socket = net.connect(port, '127.0.0.1');
   await once(socket, 'connect');
   const ask = `GET /apis HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: ${AGG}\r\n\r\n`;
@@ -203,14 +208,23 @@ async function whileClientAsks(port: number, work: () => Promise<void>): Promise
   socket.write(ask);
   const h = monitorEventLoopDelay({ resolution: 10 });
   h.enable();
+  // Turns of the event loop while the work runs: a setImmediate that schedules itself again.
+  let turns = 0;
+  let turning = true;
+  const turn = (): void => {
+    turns++;
+    if (turning) setImmediate(turn);
+  };
+  setImmediate(turn);
   try {
     await work();
   } finally {
+    turning = false;
     h.disable();
     running = false;
     await stopped.finally(() => socket.destroy());
   }
-  return { maxStallMs: h.max / 1e6, answers, statuses };
+  return { maxStallMs: h.max / 1e6, answers, statuses, turns };
 }
 
 describe(`a peer's discovery document can stall clients (${DEFAULT_FRONTEND})`, () => {
@@ -256,7 +270,7 @@ describe(`a peer's discovery document can stall clients (${DEFAULT_FRONTEND})`, 
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  test('the largest document the limits let through, as /api and /apis, is published without holding the event loop 50 ms', async () => {
+  test('the largest document the limits let through, as /api and /apis, is decoded and merged in the worker, and published while the event loop keeps turning and the client is answered', async (t) => {
     const L = PEER_DISCOVERY_LIMITS;
     const bytes = await peer.serve({ kind: 'atLimits', groups: L.groups, versions: L.versions, resources: L.resources, bytes: 15.9 * 1024 * 1024 }, true);
     assert.ok(bytes > 15.5 * 1024 * 1024 && bytes < 16 * 1024 * 1024, `document of ${bytes} bytes`);
@@ -272,10 +286,12 @@ describe(`a peer's discovery document can stall clients (${DEFAULT_FRONTEND})`, 
     assert.ok(snap.discovery!.counts.groups >= L.groups, 'the merged document lists the peer\'s groups');
     assert.deepEqual([...run.statuses], [200]);
     assert.ok(run.answers > 0, 'the client was answered meanwhile');
-    assert.ok(run.maxStallMs < MAX_STALL_MS, `the event loop was held for ${run.maxStallMs.toFixed(1)} ms at once (${run.answers} /apis answers meanwhile)`);
+    assert.equal(snap.discovery!.build.thread, 'worker', 'decoded and merged off the main thread');
+    assert.ok(run.turns >= MIN_TURNS, `the event loop kept turning while the document was published (${run.turns} turns)`);
+    t.diagnostic(`longest hold of the event loop ${run.maxStallMs.toFixed(1)} ms (not asserted), ${run.turns} turns, ${run.answers} /apis answers meanwhile`);
   });
 
-  test("the issue's 400,000 tiny groups are refused where they are decoded: counted, logged, the last good view kept, no stall", async () => {
+  test("the issue's 400,000 tiny groups are refused where they are decoded: counted, logged, the last good view kept, the event loop turning meanwhile", async (t) => {
     const bytes = await peer.serve({ kind: 'tinyGroups', groups: 400_000 }, false);
     assert.ok(bytes < 16 * 1024 * 1024, `document of ${bytes} bytes`);
     const refusedBefore = await scrape(daemon, 'mvproxy_peer_discovery_refused_total{limit="groups"}');
@@ -293,6 +309,7 @@ describe(`a peer's discovery document can stall clients (${DEFAULT_FRONTEND})`, 
     assert.equal(table.size, tableBefore.size, "the peer's last good view stays routed");
     assert.ok(table.lookup('g000000.x', 'v000000z', 'r000000s')?.peers.includes(PEER_ID));
     assert.deepEqual([...run.statuses], [200]);
-    assert.ok(run.maxStallMs < MAX_STALL_MS, `the event loop was held for ${run.maxStallMs.toFixed(1)} ms at once (${run.answers} /apis answers meanwhile)`);
+    assert.ok(run.turns >= MIN_TURNS, `the event loop kept turning while the document was refused (${run.turns} turns)`);
+    t.diagnostic(`longest hold of the event loop ${run.maxStallMs.toFixed(1)} ms (not asserted), ${run.turns} turns, ${run.answers} /apis answers meanwhile`);
   });
 });
