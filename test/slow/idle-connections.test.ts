@@ -52,7 +52,7 @@ import tls from 'node:tls';
 import http from 'node:http';
 import https from 'node:https';
 import http2 from 'node:http2';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -63,6 +63,7 @@ import { nodePKIFlags } from '../support/node-pki';
 import { eventually, GiveUp } from '../support/poll';
 import { createClusterPKI, type NodeCertFiles } from '../../src/pki/bundle';
 import type { Frontend } from '../../src/config/types';
+import { jemalloc } from '../support/jemalloc';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 /** How long the probes are watched: past node's longest own timeout (TLS handshake, 120 s) and kube-apiserver's (IdleTimeout 90 s). */
@@ -91,12 +92,6 @@ const floodSize = (fe: Frontend) => (fe === FRONTENDS[0] ? 10_000 : 1_000);
 /** Listeners flooded per front end: the operations listener (node:http on both) on the lane's first only. */
 const floodedListeners = (fe: Frontend) => LISTENERS.filter((l) => l !== 'ops' || fe === FRONTENDS[0]);
 
-/** Debian's libjemalloc2 (.ci/run installs it), as the image preloads its copy (test/slow/watch-memory.test.ts). */
-function jemalloc(): Record<string, string> {
-  const dir = readdirSync('/usr/lib').find((d) => d.endsWith('-linux-gnu') && existsSync(`/usr/lib/${d}/libjemalloc.so.2`));
-  assert.ok(dir, "libjemalloc.so.2 not found: install Debian's libjemalloc2 (the image preloads jemalloc; .ci/run installs it)");
-  return { LD_PRELOAD: `/usr/lib/${dir}/libjemalloc.so.2` };
-}
 
 // ---------------------------------------------------------------------------------------------
 // The fake apiserver, the certificates, the daemon

@@ -11,7 +11,7 @@
 // shows it). Without lifecycle/memory.ts's collection the V8 heap stays too (node: 183 -> 310 MiB).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,16 +21,10 @@ import { eventually } from '../support/poll';
 import { apiserver, h1Watches, h2Watches } from '../support/watch-load';
 import { createCA } from '../../src/pki/throwaway';
 import type { Frontend } from '../../src/config/types';
+import { jemalloc } from '../support/jemalloc';
 
 const N = Number(process.env.MVPROXY_WATCH_MEMORY_N ?? 5000);
 
-/** Debian's libjemalloc2 (.ci/run installs it), as the image preloads its copy. */
-function jemalloc(): Record<string, string> {
-  if (process.env.MVPROXY_WATCH_MEMORY_MALLOC === 'glibc') return {};
-  const dir = readdirSync('/usr/lib').find((d) => d.endsWith('-linux-gnu') && existsSync(`/usr/lib/${d}/libjemalloc.so.2`));
-  assert.ok(dir, "libjemalloc.so.2 not found: install Debian's libjemalloc2 (the image preloads jemalloc; .ci/run installs it)");
-  return { LD_PRELOAD: `/usr/lib/${dir}/libjemalloc.so.2` };
-}
 const WARMUP = 500;
 /** V8's heap (total, used) and memory outside it (external, array buffers), MiB, from mvproxy's own /metrics. */
 async function heap(d: ChildDaemon): Promise<Record<string, number>> {
