@@ -103,6 +103,8 @@ export const ERRORS = {
   MVP_ERR_BAD_REQUEST_TARGET: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'the request target is not a valid path' },
   /** A request line Go's server refuses: a method that is not a token, a protocol other than HTTP/1.x or HTTP/2. The connection closes. */
   MVP_ERR_BAD_REQUEST_LINE: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'malformed HTTP request' },
+  /** A request line whose protocol is not HTTP/1.x on an HTTP/1 connection (HTTP/2.0 said there, HTTP/3.0): Go's 505 "unsupported protocol version". The connection closes. */
+  MVP_ERR_HTTP_VERSION: { scope: 'answered', status: 505, reason: 'BadRequest', message: 'HTTP version not supported' },
   /**
    * A header field Go's server refuses: a name that is not a token, a value with a control byte or
    * DEL, a missing, repeated or malformed Host (listener/head-check.ts). The connection closes.

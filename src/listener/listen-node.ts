@@ -14,7 +14,7 @@ import http2 from 'node:http2';
 import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
-import { NodeExchange, behindRefusal } from './node-http';
+import { NodeExchange, behindRefusal, isHTTP2 } from './node-http';
 import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
@@ -184,7 +184,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
  * the client reset is never sent. HTTP/1.1 has nothing to reset a request with.
  */
 function dispatch(req: http.IncomingMessage, ex: NodeExchange, onRequest: (ex: Exchange) => void): void {
-  if (req.httpVersionMajor !== 2) return onRequest(ex);
+  if (!isHTTP2(req)) return onRequest(ex);
   const stream = (req as unknown as http2.Http2ServerRequest).stream;
   setImmediate(() => {
     if (stream.closed || stream.destroyed || ex.clientClosed) return;

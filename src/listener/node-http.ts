@@ -44,7 +44,7 @@ export class NodeResponse implements ClientResponse {
     private readonly hasBody: boolean,
     private readonly state: ListenerState,
   ) {
-    this.h2 = req.httpVersionMajor === 2;
+    this.h2 = isHTTP2(req);
     res.on('drain', () => this.onDrain?.());
   }
 
@@ -112,6 +112,16 @@ export class NodeResponse implements ClientResponse {
   }
 }
 
+/**
+ * Whether the request is an HTTP/2 stream (node:http2's compatibility request, which has one).
+ * Not httpVersionMajor: llhttp reports 2 for an HTTP/1.1 request line that says HTTP/2.0, and
+ * reading the stream of such a request crashed the daemon (one unauthenticated request: found by
+ * an adversarial probe, test/security/request-line.test.ts).
+ */
+export function isHTTP2(req: IncomingMessage): boolean {
+  return (req as IncomingMessage & { stream?: unknown }).stream !== undefined;
+}
+
 /** HTTP/1.x connections whose request was refused: they close after its answer. */
 const CLOSING = new WeakSet<Socket>();
 
@@ -156,7 +166,7 @@ export class NodeExchange implements Exchange {
     let hasBody = false;
     let sawLength = false;
     let expect: string | undefined;
-    const h2 = req.httpVersionMajor === 2;
+    const h2 = isHTTP2(req);
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
       if (name.charCodeAt(0) === 0x3a /* : */) continue; // HTTP/2 pseudo-headers (:method, :path, :authority, :scheme)
@@ -175,8 +185,9 @@ export class NodeExchange implements Exchange {
     if (h2 && !hasBody && !sawLength) hasBody = !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders;
     // llhttp takes a request line without a version as HTTP/0.9, and went on to read header lines
     // after it (the differential test found one forwarded as HTTP/1.1); Go's server answers 400.
+    // It takes "HTTP/2.0" on an HTTP/1.1 connection too (Go: 505); that is not an HTTP/2 stream.
     // HTTP/1.1 needs a Host field (Go: "missing required Host header"); HTTP/2 has :authority.
-    const lineRefusal = h2 || req.httpVersionMajor === 1 ? undefined : { code: ErrorCode.MVP_ERR_BAD_REQUEST_LINE, message: `malformed HTTP version HTTP/${req.httpVersion}` };
+    const lineRefusal = h2 || req.httpVersionMajor === 1 ? undefined : { code: ErrorCode.MVP_ERR_HTTP_VERSION, message: `unsupported protocol version HTTP/${req.httpVersion}` };
     this.refusal = lineRefusal ?? check.verdict(!h2 && req.httpVersionMinor === 1) ?? (expect === undefined ? undefined : expectationRefusal(expect));
     if (isRefusal(user)) this.identityRefusal = certificateRefusal(user, headers);
     else if (user !== null) this.identity = user;

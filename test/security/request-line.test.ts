@@ -236,6 +236,16 @@ for (const frontend of FRONTENDS) {
       await stillServes();
     });
 
+    test('a request line that says HTTP/2.0 (or 3.0) on an HTTP/1.1 connection: refused (505, as Go), nothing forwarded, the daemon keeps serving (it crashed the node front end: llhttp reports version 2, and the exchange read an HTTP/2 stream it does not have)', async () => {
+      for (const bytes of [`GET ${CM} HTTP/2.0\r\n\r\n`, `POST ${CM} HTTP/2.0\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`, `GET ${CM} HTTP/3.0\r\nHost: x\r\n\r\n`]) {
+        const { r, app } = await attack(bytes);
+        assert.deepEqual(app, [], `nothing forwarded: ${JSON.stringify(bytes)}`);
+        assert.ok(r.status === 505 || r.status === 400 || (r.status === 0 && r.closed), `${JSON.stringify(bytes)}: ${JSON.stringify(r.out.slice(0, 120))}`);
+      }
+      await new Promise((res) => setTimeout(res, 100)); // a throw in a later turn (dispatch) would end this process
+      await stillServes();
+    });
+
     test('two Host headers: 400 on both front ends, as Go answers ("too many Host headers"); the upstream never sees a client Host', async () => {
       const { r, app } = await attack(`GET ${CM} HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n`);
       assert.equal(r.status, 400);
