@@ -287,6 +287,10 @@ export const SETTING_TABLE = {
     flag: 'peer-discovery-startup-timeout', field: 'discovery.peerStartupTimeout', section: 'Discovery', kind: duration(), default: 10_000, // issue 39: a namespace deletion in the first second leaked what only peers serve
     help: 'after start, /apis and legacy discovery answer 503 (and /readyz fails) until the first merge with every known peer is published, or this long for a peer that does not answer',
   }),
+  discoveryAccessTTLMs: setting({
+    flag: 'discovery-access-ttl', field: 'discovery.accessTTL', section: 'Discovery', kind: duration(), default: 10_000, // issue 38: /apis was answered to clients the apiserver refuses
+    help: "before mvproxy answers /apis, legacy discovery or the /openapi/v3 index from its merged view, the apiserver is asked the client's own request and must let it past authentication and authorization; a credential it let through is not asked again for this long (0 = ask every time). kube-apiserver's webhook caches keep an allow for 5m",
+  }),
   legacyDiscoveryFix: setting({
     flag: 'legacy-discovery-fix', field: 'discovery.legacyDiscoveryFix', section: 'Discovery', kind: BOOL, default: true, // kubernetes#96486
     help: 'answer legacy discovery (/apis, /apis/<group>[/<version>]) from the peer-aggregated view, so clients without aggregated discovery (kubectl <= 1.29, python) see groups only peers serve; false = legacy discovery passes through to the local apiserver, as upstream',

@@ -119,6 +119,7 @@ export function build(c: CompletedConfig, log: Logger, metrics: Metrics): Compon
     proxyEnabled: c.proxyEnabled,
     // Beyond in-tree: answer legacy discovery for peer-only groups (kubectl 1.27–1.29, python clients).
     legacyDiscoveryFix: config.legacyDiscoveryFix,
+    discoveryAccessTTLMs: config.discoveryAccessTTLMs,
     identityRules,
     requestTimeoutMs: config.requestTimeoutMs,
     heldRequestBodyBytes: config.heldRequestBodyBytes,

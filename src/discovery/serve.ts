@@ -43,6 +43,73 @@ const LEGACY_CONTENT_TYPE = 'application/json';
 const LEGACY_CACHE_CONTROL = 'no-cache, private';
 
 /**
+ * What mvproxy answers a discovery request with from the snapshot, decided without writing or
+ * counting anything (the handler first asks the apiserver whether the client may read it:
+ * proxy/discovery-access.ts); undefined when the request passes through to the local apiserver.
+ */
+export type DiscoveryAnswer =
+  | { readonly kind: 'aggregated'; readonly doc: EncodedDiscovery; readonly encoding: 'json' | 'protobuf'; readonly nopeer: boolean }
+  | { readonly kind: 'legacy'; readonly body: Buffer };
+
+export function discoveryAnswer(ex: Pick<Exchange, 'method' | 'path'>, snapshot: ServedDiscovery | undefined, accept: string | undefined, opts: ServeDiscoveryOptions): DiscoveryAnswer | undefined {
+  if (snapshot === undefined) return undefined;
+  const method = ex.method;
+  if (method !== 'GET' && method !== 'HEAD') return undefined;
+  const path = ex.path;
+  if (!path.startsWith('/apis')) return undefined;
+
+  if (path === '/apis' || path === '/apis/') {
+    const n = negotiateDiscovery(accept);
+    if (n === null) return undefined; // 406: the apiserver writes it
+    if (n.kind === 'aggregated' && n.version === 'v2beta1' && opts.legacyFix) {
+      // kubectl 1.27–1.29 ask for v2beta1 with application/json as the fallback. apiservers from
+      // 1.33 on answer that with the legacy APIGroupList (v2beta1 removed, docs/kubernetes-mvp.md §5.1); so does
+      // mvproxy, with peer-only groups listed, then answers their /apis/<g>/<v> below.
+      const legacy = negotiateLegacyEndpoint(accept);
+      if (legacy === null || legacy.encoding !== 'json') return undefined;
+      return { kind: 'legacy', body: snapshot.legacy.apis };
+    }
+    if (n.kind === 'aggregated') {
+      if (n.version !== 'v2' || n.encoding === 'yaml') return undefined;
+      const nopeer = n.profile === 'nopeer';
+      return { kind: 'aggregated', doc: nopeer ? snapshot.local : snapshot.merged, encoding: n.encoding, nopeer };
+    }
+    if (!opts.legacyFix || n.encoding !== 'json') return undefined;
+    return { kind: 'legacy', body: snapshot.legacy.apis };
+  }
+
+  if (!opts.legacyFix || path.charCodeAt(5) !== 0x2f /* '/' */) return undefined;
+  const rest = path.slice(6);
+  const slash = rest.indexOf('/');
+  let body: Buffer | undefined;
+  if (slash === -1) {
+    if (rest === '') return undefined;
+    body = snapshot.legacy.groups.get(rest);
+  } else {
+    if (slash === 0 || slash === rest.length - 1 || rest.indexOf('/', slash + 1) !== -1) return undefined;
+    body = snapshot.legacy.resourceLists.get(rest);
+  }
+  if (body === undefined) return undefined;
+  const n = negotiateLegacyEndpoint(accept);
+  if (n === null || n.encoding !== 'json') return undefined;
+  return { kind: 'legacy', body };
+}
+
+/** Writes an answer discoveryAnswer gave, and counts it. */
+export function writeDiscoveryAnswer(ex: Exchange, a: DiscoveryAnswer, ifNoneMatch: string | undefined, metrics: DiscoveryMetrics): void {
+  if (a.kind === 'legacy') return writeLegacy(ex, a.body, ifNoneMatch);
+  if (a.nopeer) metrics.nopeerRequests.inc();
+  else if (servedMerged.has(a.doc)) metrics.peerAggregatedCacheHits.inc();
+  else {
+    // As upstream's fetchFromCache: each request is a hit or a miss, the first request after a
+    // rebuild the miss (upstream builds then, mvproxy built before; the count is the same).
+    servedMerged.add(a.doc);
+    metrics.peerAggregatedCacheMisses.inc();
+  }
+  writeAggregated(ex, a.doc, a.encoding, ifNoneMatch);
+}
+
+/**
  * Answers the request from the snapshot when mvproxy answers it itself, and returns true; returns
  * false (having written nothing) when the request must pass through to the local apiserver.
  */
@@ -54,63 +121,9 @@ export function serveDiscovery(
   metrics: DiscoveryMetrics,
   opts: ServeDiscoveryOptions,
 ): boolean {
-  if (snapshot === undefined) return false;
-  const method = ex.method;
-  if (method !== 'GET' && method !== 'HEAD') return false;
-  const path = ex.path;
-  if (!path.startsWith('/apis')) return false;
-
-  if (path === '/apis' || path === '/apis/') {
-    const n = negotiateDiscovery(accept);
-    if (n === null) return false; // 406: the apiserver writes it
-    if (n.kind === 'aggregated' && n.version === 'v2beta1' && opts.legacyFix) {
-      // kubectl 1.27–1.29 ask for v2beta1 with application/json as the fallback. apiservers from
-      // 1.33 on answer that with the legacy APIGroupList (v2beta1 removed, docs/kubernetes-mvp.md §5.1); so does
-      // mvproxy, with peer-only groups listed, then answers their /apis/<g>/<v> below.
-      const legacy = negotiateLegacyEndpoint(accept);
-      if (legacy === null || legacy.encoding !== 'json') return false;
-      writeLegacy(ex, snapshot.legacy.apis, ifNoneMatch);
-      return true;
-    }
-    if (n.kind === 'aggregated') {
-      if (n.version !== 'v2' || n.encoding === 'yaml') return false;
-      let doc: EncodedDiscovery;
-      if (n.profile === 'nopeer') {
-        metrics.nopeerRequests.inc();
-        doc = snapshot.local;
-      } else {
-        doc = snapshot.merged;
-        // As upstream's fetchFromCache: each request is a hit or a miss, the first request after a
-        // rebuild the miss (upstream builds then, mvproxy built before; the count is the same).
-        if (servedMerged.has(doc)) metrics.peerAggregatedCacheHits.inc();
-        else {
-          servedMerged.add(doc);
-          metrics.peerAggregatedCacheMisses.inc();
-        }
-      }
-      writeAggregated(ex, doc, n.encoding, ifNoneMatch);
-      return true;
-    }
-    if (!opts.legacyFix || n.encoding !== 'json') return false;
-    writeLegacy(ex, snapshot.legacy.apis, ifNoneMatch);
-    return true;
-  }
-
-  if (!opts.legacyFix || path.charCodeAt(5) !== 0x2f /* '/' */) return false;
-  const rest = path.slice(6);
-  const slash = rest.indexOf('/');
-  let body: Buffer | undefined;
-  if (slash === -1) {
-    if (rest === '') return false;
-    body = snapshot.legacy.groups.get(rest);
-  } else {
-    if (slash === 0 || slash === rest.length - 1 || rest.indexOf('/', slash + 1) !== -1) return false;
-    body = snapshot.legacy.resourceLists.get(rest);
-  }
-  if (body === undefined) return false;
-  const n = negotiateLegacyEndpoint(accept);
-  if (n === null || n.encoding !== 'json') return false;
-  writeLegacy(ex, body, ifNoneMatch);
+  const a = discoveryAnswer(ex, snapshot, accept, opts);
+  if (a === undefined) return false;
+  writeDiscoveryAnswer(ex, a, ifNoneMatch, metrics);
   return true;
 }
 

@@ -21,7 +21,7 @@ import type { Exchange } from '../listener/exchange';
 import { isOriginForm } from '../listener/head-check';
 import { newRequestInfo, type RequestInfo } from '../request/requestinfo';
 import { isLongRunning } from '../request/longrunning';
-import { serveDiscovery } from '../discovery/serve';
+import { discoveryAnswer, writeDiscoveryAnswer } from '../discovery/serve';
 import { openAPIGroupVersion } from '../discovery/openapi';
 import { decide } from '../routing/decide';
 import { DECISION_PROXY_DISABLED } from '../routing/decision';
@@ -36,6 +36,7 @@ import type { Lifecycle } from '../lifecycle/state';
 import type { Snapshot, SnapshotHolder } from '../snapshot/holder';
 import { InflightRequests } from './inflight';
 import { BodyTimeoutError, HeldBodyBudget, readWhole, REPLAY_BODY_MAX } from './held-bodies';
+import { DiscoveryAccess } from './discovery-access';
 import { firstValue, gvrOf, headerValue, localFailoverTarget, observe, ProxiedRequest, type ProxyContext } from './proxied';
 
 export interface ProxyHandlerOptions {
@@ -52,6 +53,8 @@ export interface ProxyHandlerOptions {
   legacyDiscoveryFix: boolean;
   /** Front-proxy identity header names (--requestheader-*-headers). */
   identityRules?: IdentityHeaderRules;
+  /** --discovery-access-ttl: how long a credential the apiserver let read discovery is not asked again (discovery-access.ts); 0 by default. */
+  discoveryAccessTTLMs?: number;
   requestTimeoutMs: number;
   metrics: Metrics;
   log: Logger;
@@ -84,6 +87,8 @@ export class ProxyHandler {
   readonly heldBodies: HeldBodyBudget;
   private readonly c: ProxyContext;
   private readonly localFailover: boolean;
+  /** Credentials the apiserver let read discovery lately (discovery-access.ts). */
+  private readonly access: DiscoveryAccess;
 
   constructor(private readonly o: ProxyHandlerOptions) {
     this.heldBodies = new HeldBodyBudget(o.heldRequestBodyBytes);
@@ -104,6 +109,7 @@ export class ProxyHandler {
       localHealth: o.localHealth,
     };
     this.localFailover = (o.localFailover ?? false) && o.proxyEnabled;
+    this.access = new DiscoveryAccess(o.discoveryAccessTTLMs ?? 0);
   }
 
   close(): void {
@@ -222,15 +228,16 @@ export class ProxyHandler {
         observe(this.c, ex, ri, 'discovery', ERRORS.MVP_ERR_DISCOVERY_INCOMPLETE.status, start);
         return true;
       }
-      if (!serveDiscovery(ex, snap.discovery, firstValue(ex.headers, 'accept'), firstValue(ex.headers, 'if-none-match'), this.o.metrics, { legacyFix: this.o.legacyDiscoveryFix })) return false;
-      observe(this.c, ex, ri, 'discovery', 200, start);
+      const a = discoveryAnswer(ex, snap.discovery, firstValue(ex.headers, 'accept'), { legacyFix: this.o.legacyDiscoveryFix });
+      if (a === undefined) return false;
+      this.withAccess(ex, ri, snap, start, () => writeDiscoveryAnswer(ex, a, firstValue(ex.headers, 'if-none-match'), this.o.metrics));
       return true;
     }
     if (!ex.path.startsWith('/openapi/v3') || (ex.method !== 'GET' && ex.method !== 'HEAD')) return false;
     if (ex.path === '/openapi/v3' || ex.path === '/openapi/v3/') {
-      if (snap.openAPIIndex === undefined) return false;
-      writeDocument(ex, snap.openAPIIndex, 'application/json');
-      observe(this.c, ex, ri, 'discovery', 200, start);
+      const index = snap.openAPIIndex;
+      if (index === undefined) return false;
+      this.withAccess(ex, ri, snap, start, () => writeDocument(ex, index, 'application/json'));
       return true;
     }
     const gv = openAPIGroupVersion(ex.path);
@@ -239,6 +246,38 @@ export class ProxyHandler {
     if (!route || route.servedLocally || route.peers.length === 0) return false;
     new ProxiedRequest(this.c, ex, ri, snap, start).toPeers(route.peers, this.c.pickStart(route.peers.length), { group: gv[0], version: gv[1], resource: '' });
     return true;
+  }
+
+  /**
+   * Writes a document of mvproxy's own once the apiserver says this client may read it
+   * (discovery-access.ts): at once for a credential it granted within the TTL, else after the
+   * client's own request came back from past its filters; any other answer is the client's. While
+   * the local apiserver is not serving, a peer's apiserver decides (--local-failover).
+   */
+  private withAccess(ex: Exchange, ri: RequestInfo, snap: Snapshot, start: number, write: () => void): void {
+    const key = this.access.key(ex);
+    const serve = (): void => {
+      write();
+      observe(this.c, ex, ri, 'discovery', 200, start);
+    };
+    const m = this.o.metrics.discoveryAccessChecks;
+    if (this.access.allows(key, start)) {
+      m.inc({ answer: 'remembered' });
+      return serve();
+    }
+    const r = new ProxiedRequest(this.c, ex, ri, snap, start).authorizeThen(() => {
+      m.inc({ answer: 'granted' });
+      this.access.remember(key, performance.now());
+      serve();
+    });
+    if (this.localFailover && snap.local !== 'serving') {
+      const f = localFailoverTarget(ri, ex.path, snap);
+      if (f !== undefined) {
+        this.o.metrics.localFailovers.inc({ reason: snap.local });
+        return r.toPeers(f.peers, this.c.pickStart(f.peers.length), f.gvr);
+      }
+    }
+    r.toLocal(false, this.localFailover);
   }
 
   /**

@@ -34,6 +34,7 @@ import type { Logger } from '../telemetry/log';
 import type { Snapshot } from '../snapshot/holder';
 import type { InflightRequests, Tracked } from './inflight';
 import type { HeldBodyBudget } from './held-bodies';
+import { accessGranted } from './discovery-access';
 
 /** What every proxied request of one daemon shares (built once by ProxyHandler). */
 export interface ProxyContext {
@@ -73,7 +74,8 @@ export interface LocalFailover {
  * the peers whose discovery lists its group/version/resource (for core and shared APIs, every
  * routed peer); for the non-resource paths every apiserver answers alike (/version, /api and its
  * group/versions, /apis/<group>[/<version>], /openapi/*), every routed peer. /healthz, /livez,
- * /readyz, /metrics and /debug stay local: they describe this node. /apis itself is mvproxy's own.
+ * /readyz, /metrics and /debug stay local: they describe this node. For /apis (mvproxy's own document)
+ * a peer's apiserver only decides whether the client may read it (discovery-access.ts).
  * undefined when no peer can.
  */
 export function localFailoverTarget(ri: RequestInfo | undefined, path: string, snap: Snapshot): LocalFailover | undefined {
@@ -88,7 +90,7 @@ export function localFailoverTarget(ri: RequestInfo | undefined, path: string, s
 }
 
 function answeredAlikeByPeers(path: string): boolean {
-  return path === '/version' || path === '/api' || path.startsWith('/api/') || path.startsWith('/apis/') || path === '/openapi/v2' || path.startsWith('/openapi/');
+  return path === '/version' || path === '/api' || path === '/apis' || path.startsWith('/api/') || path.startsWith('/apis/') || path === '/openapi/v2' || path.startsWith('/openapi/');
 }
 
 export interface GVR {
@@ -103,6 +105,7 @@ type Stage = 'local' | 'peers' | 'peersAfter404';
 const A_WAITING = 0; // no head yet
 const A_RELAYING = 1; // the head went to the client, the body follows
 const A_HOLDING = 2; // a held status: collected, not relayed (yet)
+const A_GRANTED = 3; // authorizeThen: the apiserver let the client past its filters; its body is dropped
 
 export class ProxiedRequest implements AttemptReport, Tracked {
   readonly longRunning: boolean;
@@ -150,6 +153,20 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     private readonly start: number,
   ) {
     this.longRunning = ri !== undefined && isLongRunning(ri);
+  }
+
+  /** authorizeThen: serves mvproxy's own document once an upstream's answer shows the client may read it. */
+  private serveGranted: (() => void) | undefined;
+
+  /**
+   * The upstream's answer to the client's own request decides whether mvproxy may answer it from its
+   * snapshot (proxy/discovery-access.ts): an answer from past the apiserver's authentication and
+   * authorization (accessGranted) is dropped and `serve` writes the client's; any other (401, 403,
+   * 429, a failure) is relayed or answered as for any request. Then toLocal or toPeers.
+   */
+  authorizeThen(serve: () => void): this {
+    this.serveGranted = serve;
+    return this;
   }
 
   /**
@@ -344,6 +361,10 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   upstreamHead(head: AttemptHead): void {
     this.lastHead = head;
     if (this.c.logRequests && this.attempt !== null) this.upstreamMs = this.attempt.headAt - this.attempt.sentAt;
+    if (this.serveGranted !== undefined && accessGranted(head.status)) {
+      this.answer = A_GRANTED;
+      return;
+    }
     if (this.holdStatuses !== undefined && this.holdStatuses.includes(head.status)) {
       this.answer = A_HOLDING;
       this.held = { status: head.status, head, body: [] };
@@ -357,6 +378,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   }
 
   upstreamBody(chunk: Buffer, kept = false): boolean {
+    if (this.answer === A_GRANTED) return true;
     if (this.answer === A_HOLDING) {
       if (this.heldLength + chunk.length > HELD_BODY_MAX) return this.relayHeld(chunk, kept);
       this.heldLength += chunk.length;
@@ -395,6 +417,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   }
 
   upstreamEnd(): void {
+    if (this.answer === A_GRANTED) return this.granted();
     if (this.answer === A_HOLDING) return this.handHeldOver();
     if (!this.ex.clientClosed) this.ex.res.end();
     this.done(this.route === 'local' ? 'local' : 'peer');
@@ -402,6 +425,8 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 
   upstreamFailed(err: Error & { code?: string }, notSent: boolean, gotHead: boolean): void {
     if (this.finished || this.ex.clientClosed) return;
+    // The head said enough; the rest of a body that was to be dropped does not matter.
+    if (this.answer === A_GRANTED) return this.granted();
     if (this.answer === A_HOLDING) {
       // What was held is still an answer (its status decides what happens next), but a cut one.
       this.held!.cut = true;
@@ -508,6 +533,13 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     this.askNextPeer();
   }
 
+  /** authorizeThen: the client may read the document; mvproxy's own answer is written (and recorded) by `serve`. */
+  private granted(): void {
+    const serve = this.serveGranted!;
+    this.settle();
+    if (!this.ex.clientClosed) serve();
+  }
+
   /** The local apiserver's 404, held while the peers were asked, is the client's answer after all. */
   private answerLocal404(): void {
     if (this.local404 === undefined) return this.fail(ErrorCode.MVP_ERR_LOCAL_UNAVAILABLE, 'local');
@@ -531,6 +563,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   expire(): void {
     if (this.finished) return;
     this.attempt?.abort();
+    if (this.answer === A_GRANTED) return this.granted();
     if (this.answer !== A_RELAYING || !this.ex.res.headersSent) {
       if (this.route === 'peer') this.rerouted(504);
       return this.fail(ErrorCode.MVP_ERR_UPSTREAM_TIMEOUT, this.route);

@@ -130,6 +130,7 @@ export class Metrics {
   /** What the scrape-time gauges read (readFrom). */
   private sources: MetricsSources = NO_SOURCES;
   readonly localFailovers: Counter<'reason'>;
+  readonly discoveryAccessChecks: Counter<'answer'>;
   readonly discoveryMergeErrors: Counter;
   readonly discoveryMergeDuration: Histogram;
   readonly peersUp: Gauge<'peer'>;
@@ -219,6 +220,12 @@ export class Metrics {
         this.reset();
         for (const [peer, t] of sources().peerDiscoverySuccess()) this.set({ peer }, t);
       },
+    });
+    this.discoveryAccessChecks = new Counter({
+      name: 'mvproxy_discovery_access_checks_total',
+      help: `[ALPHA] Discovery documents mvproxy answered from its snapshot, by how the client's access was known: granted (the apiserver let the client's own request past its authentication and authorization just now), remembered (granted within --discovery-access-ttl); a refused client gets the apiserver's answer and is not counted here`,
+      labelNames: ['answer'],
+      registers,
     });
     this.localFailovers = new Counter({
       name: 'mvproxy_local_failover_requests_total',

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startControlPlane, type KubeControlPlane } from './support/control-plane';
-import { KubeClient } from './support/client';
+import { KubeClient, type Cred } from './support/client';
 import type { Member } from './support/mvproxy';
 import { waitFor } from './support/processes';
 import { forEachFrontend } from './support/suite';
@@ -65,6 +65,28 @@ describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with
         assert.equal(await servedByMvproxy(members()[NEW]!), before + 1, 'mvproxy answered from its own merge');
         assert.equal(ours.headers['content-type'], inTree.headers['content-type']);
         assert.ok(ours.raw.equals(inTree.raw), `protobuf bodies differ: ${ours.raw.length} vs ${inTree.raw.length} bytes`);
+      });
+
+      // Issue 38's adversarial probe: mvproxy answered these from its merged view to anyone. The
+      // oracle is v1.37.2 itself: its peer-aggregated /apis, its /openapi/v3 and the legacy
+      // /apis/autoscaling/v1 of the group only its peer serves, asked anonymously and with a bad
+      // token, after an admin read them through the same member (a credential it lets through is
+      // remembered: never anyone else's).
+      test('anonymous and a bad token get v1.37.2\'s own answer (403, 401) for /apis, legacy discovery and the /openapi/v3 index, after an admin read them', async () => {
+        const direct = (cred: Cred) => new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, cred);
+        const ours = (cred: Cred) => new KubeClient(members()[NEW]!.url, plane.pki.caFile, cred);
+        const reads: [string, string][] = [['/apis', V2], ['/apis', 'application/json'], ['/apis/autoscaling/v1', 'application/json'], ['/apis/autoscaling', 'application/json'], ['/openapi/v3', 'application/json']];
+        for (const [path, accept] of reads) {
+          const admin = await ours({ cert: plane.admin }).get(path, { accept });
+          assert.equal(admin.status, 200, `${path} (${accept}) as admin: ${admin.body.slice(0, 200)}`);
+          for (const [who, cred] of [['anonymous', { anonymous: true }], ['a bad token', { token: 'not-a-token' }]] as [string, Cred][]) {
+            const want = await direct(cred).get(path, { accept });
+            assert.ok(want.status === 401 || want.status === 403, `v1.37.2 refuses ${who} ${path}: ${want.status}`);
+            const got = await ours(cred).get(path, { accept });
+            assert.equal(got.status, want.status, `${path} (${accept}), ${who}: ${got.body.slice(0, 200)}`);
+            assert.deepEqual(JSON.parse(got.body), JSON.parse(want.body), `${path}, ${who}: the apiserver's own Status`);
+          }
+        }
       });
 
       test('profile=nopeer through each member is its apiserver\'s own local document', async () => {

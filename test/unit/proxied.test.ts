@@ -16,6 +16,8 @@ import type { Attempt, AttemptReport, AttemptRequest } from '../../src/upstream/
 import type { OriginPool } from '../../src/upstream/h1/origin';
 import type { PeerPools } from '../../src/upstream/pools';
 import type { ClientResponse, Exchange, ResponseHead } from '../../src/listener/exchange';
+import { buildServedDiscovery } from '../../src/aggregation/served-discovery';
+import { aggregatedFixture } from '../support/fixtures';
 
 /** One step a scripted upstream reports. */
 type Step = { head: number; headers?: string } | { body: string } | { end: true } | { fail: string; notSent?: boolean } | 'never';
@@ -86,8 +88,8 @@ class FakeResponse implements ClientResponse {
   }
 }
 
-function exchange(method: string, path: string, query = ''): Exchange & { res: FakeResponse } {
-  return { method, target: query ? path + '?' + query : path, path, query, headers: ['user-agent', 'test'], contentLength: -1, peerProxied: undefined, remoteAddress: '10.0.0.9', body: null, res: new FakeResponse(), onClientClose: null, clientClosed: false, refusal: undefined };
+function exchange(method: string, path: string, query = '', headers: string[] = []): Exchange & { res: FakeResponse } {
+  return { method, target: query ? path + '?' + query : path, path, query, headers: ['user-agent', 'test', ...headers], contentLength: -1, peerProxied: undefined, remoteAddress: '10.0.0.9', body: null, res: new FakeResponse(), onClientClose: null, clientClosed: false, refusal: undefined };
 }
 
 const G = 'example.com';
@@ -122,9 +124,28 @@ interface Case {
   wantHealth?: string[];
   /** The Retry-After the client gets (null: none). client-go resends any request answered 5xx/429 with one. */
   wantRetryAfter?: string | null;
+  /** The snapshot has merged discovery (the local apiserver v1.33's, peer p1 v1.37's), complete. */
+  discovery?: boolean;
+  /** Request headers, flat [name, value, ...]. */
+  headers?: string[];
+  /** --discovery-access-ttl (0 by default). */
+  accessTTLMs?: number;
+  /** The same request sent this many times, one after the other (1 by default); the last answer is checked. */
+  times?: number;
+  /** After the last request: the first `times - 1` answers had this status too. */
+  wantEveryStatus?: boolean;
 }
 
+const DISCOVERY = buildServedDiscovery({ localID: 'local', localApis: aggregatedFixture('v1.33'), peers: [{ id: 'p1', apis: aggregatedFixture('v1.37') }], excludedGroupVersions: [] });
+const V2 = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+/** The merged /apis lists this v1.37-only group; the local apiserver's own does not. */
+const PEER_ONLY = /"lifecycle\.k8s\.io"/;
+const FORBIDDEN: Step[] = [{ head: 403 }, { body: '{"kind":"Status","reason":"Forbidden","code":403}' }, { end: true }];
+const UNAUTHORIZED: Step[] = [{ head: 401 }, { body: '{"kind":"Status","reason":"Unauthorized","code":401}' }, { end: true }];
+
 const OK = (body: string): Step[] => [{ head: 200 }, { body }, { end: true }];
+/** The local apiserver's own /apis: dropped once it showed the client may read the merged one. */
+const LOCAL_APIS = OK('{"kind":"APIGroupDiscoveryList","local":true}');
 const NOT_FOUND: Step[] = [{ head: 404 }, { body: '{"kind":"Status","code":404}' }, { end: true }];
 
 const SHUTTING_DOWN: Step[] = [{ head: 429, headers: 'Retry-After: 5\r\nContent-Type: application/json' }, { body: '{"kind":"Status","message":"The apiserver is shutting down, please try again later.","reason":"TooManyRequests","code":429}' }, { end: true }];
@@ -134,6 +155,20 @@ const LARGE = Array.from({ length: 5 }, (_, i) => ({ body: String(i).repeat(16 *
 const LARGE_BODY = new RegExp(`^${[0, 1, 2, 3, 4].map((i) => `${i}{16384}`).join('')}$`);
 
 const CASES: Case[] = [
+  // Issue 38 (the adversarial probe): /apis, legacy discovery and the /openapi/v3 index were
+  // answered from the snapshot to anyone; kube-apiserver answers them behind its authentication
+  // and authorization. The client's own request goes to the apiserver first (discovery-access.ts).
+  { desc: 'discovery, anonymous: the apiserver\'s 403 is the answer, not the merged /apis', path: '/apis', headers: ['accept', V2], discovery: true, servedBy: 'local', upstream: { local: [FORBIDDEN] }, wantStatus: 403, wantBody: /Forbidden/, wantAsked: ['local'] },
+  { desc: 'discovery, a bad token: the apiserver\'s 401', path: '/apis', headers: ['accept', V2, 'authorization', 'Bearer nope'], discovery: true, servedBy: 'local', upstream: { local: [UNAUTHORIZED] }, wantStatus: 401, wantAsked: ['local'] },
+  { desc: 'discovery, a client the apiserver lets read /apis: its answer dropped, the merged document served', path: '/apis', headers: ['accept', V2, 'authorization', 'Bearer good'], discovery: true, servedBy: 'local', upstream: { local: [LOCAL_APIS] }, wantStatus: 200, wantBody: PEER_ONLY, wantAsked: ['local'] },
+  { desc: 'discovery, the local answer cut after its head: the client was let through, the merged document served', path: '/apis', headers: ['accept', V2], discovery: true, servedBy: 'local', upstream: { local: [[{ head: 200 }, { body: '{"kind"' }, { fail: 'ECONNRESET' }]] }, wantStatus: 200, wantBody: PEER_ONLY, wantAsked: ['local'] },
+  { desc: 'legacy discovery of a group only peers serve, anonymous: 403, the peer-only APIResourceList not served', path: '/apis/lifecycle.k8s.io/v1alpha1', headers: ['accept', 'application/json'], discovery: true, servedBy: 'local', upstream: { local: [FORBIDDEN] }, wantStatus: 403, wantAsked: ['local'] },
+  { desc: 'legacy discovery of a group only peers serve, a client the apiserver lets through (its 404: it does not serve the group): the derived APIResourceList', path: '/apis/lifecycle.k8s.io/v1alpha1', headers: ['accept', 'application/json'], discovery: true, servedBy: 'local', upstream: { local: [NOT_FOUND] }, wantStatus: 200, wantBody: /"APIResourceList"/, wantAsked: ['local'] },
+  { desc: 'discovery, the local apiserver refuses the connection (--local-failover): a peer\'s apiserver decides', path: '/apis', headers: ['accept', V2], discovery: true, servedBy: 'local', localFailover: 'serving', upstream: { local: [[{ fail: 'ECONNREFUSED', notSent: true }]], '10.0.0.1:6443': [OK('{}')] }, wantStatus: 200, wantBody: PEER_ONLY, wantAsked: ['local', '10.0.0.1:6443'] },
+  { desc: 'discovery, priority and fairness throttles the client (429, before authorization): the 429 is the answer', path: '/apis', headers: ['accept', V2], discovery: true, servedBy: 'local', upstream: { local: [[{ head: 429, headers: 'Retry-After: 1' }, { body: '{"kind":"Status","code":429}' }, { end: true }]] }, wantStatus: 429, wantAsked: ['local'] },
+  { desc: 'discovery, a credential granted is remembered (--discovery-access-ttl): three requests, one asked', path: '/apis', headers: ['accept', V2, 'authorization', 'Bearer good'], accessTTLMs: 10_000, times: 3, wantEveryStatus: true, discovery: true, servedBy: 'local', upstream: { local: [LOCAL_APIS] }, wantStatus: 200, wantBody: PEER_ONLY, wantAsked: ['local'] },
+  { desc: 'discovery, a refusal is never remembered: each request asked, each refused', path: '/apis', headers: ['accept', V2], accessTTLMs: 10_000, times: 2, wantEveryStatus: true, discovery: true, servedBy: 'local', upstream: { local: [FORBIDDEN, FORBIDDEN] }, wantStatus: 403, wantAsked: ['local', 'local'] },
+  { desc: 'discovery, with --discovery-access-ttl=0 every request is asked', path: '/apis', headers: ['accept', V2, 'authorization', 'Bearer good'], times: 2, wantEveryStatus: true, discovery: true, servedBy: 'local', upstream: { local: [LOCAL_APIS, LOCAL_APIS] }, wantStatus: 200, wantBody: PEER_ONLY, wantAsked: ['local', 'local'] },
   { desc: 'no file descriptor for the local connection (EMFILE): 503 naming RLIMIT_NOFILE, the local apiserver not reported down, no peer asked', path: `${WIDGETS}/a`, servedBy: 'local+p1', localFailover: 'serving', upstream: { local: [[{ fail: 'EMFILE', notSent: true }]] }, wantStatus: 503, wantBody: /RLIMIT_NOFILE.*MVP_ERR_FD_LIMIT/, wantAsked: ['local'], wantHealth: [], wantMetrics: [] },
   { desc: 'no file descriptor for a peer connection (EMFILE): 503 naming RLIMIT_NOFILE, no other peer tried, no upstream error counted', path: `${WIDGETS}/a`, servedBy: ['p1', 'p2'], upstream: { '10.0.0.1:6443': [[{ fail: 'EMFILE', notSent: true }]] }, wantStatus: 503, wantBody: /RLIMIT_NOFILE.*MVP_ERR_FD_LIMIT/, wantAsked: ['10.0.0.1:6443'], wantMetrics: [`apiserver_rerouted_request_total{code="503",${GVR}} 1`] },
   { desc: 'the system is out of file descriptors (ENFILE): 503 naming the system limit', path: `${WIDGETS}/a`, servedBy: 'local', upstream: { local: [[{ fail: 'ENFILE', notSent: true }]] }, wantStatus: 503, wantBody: /fs\.file-max.*MVP_ERR_FD_LIMIT/, wantAsked: ['local'] },
@@ -245,6 +280,7 @@ for (const c of CASES) {
     const peerServes = (id: string) => (Array.isArray(c.servedBy) && c.servedBy.includes(id)) || (c.servedBy === 'local+p1' && id === 'p1');
     const peerIDs = ['p1', 'p2'];
     snapshots.publish({
+      ...(c.discovery ? { discovery: DISCOVERY, complete: true } : {}),
       table: RouteTable.build({
         local: { groups: localGroups as never },
         peers: new Map(peerIDs.map((id, i) => [id, { address: `10.0.0.${i + 1}:6443`, groups: (peerServes(id) ? [res(G, R)] : []) as never }])),
@@ -266,6 +302,7 @@ for (const c of CASES) {
       metrics,
       log: silentLogger,
       pickStart: () => c.first ?? 0,
+      discoveryAccessTTLMs: c.accessTTLMs,
       localFailover: c.localFailover !== undefined,
       localHealth: { refused: () => void health.push('refused'), shuttingDown: () => void health.push('shuttingDown') },
       newAttempt: (report: AttemptReport, p: OriginPool, _req: AttemptRequest) => {
@@ -275,8 +312,14 @@ for (const c of CASES) {
         return new FakeAttempt(report, steps);
       },
     });
-    const ex = exchange(c.method ?? 'GET', c.path, c.query);
-    handler.handleClient(ex);
+    let ex = exchange(c.method ?? 'GET', c.path, c.query, c.headers);
+    for (let i = 0; i < (c.times ?? 1); i++) {
+      if (i > 0) {
+        if (c.wantEveryStatus) assert.equal(ex.res.status, c.wantStatus, `answer ${i}: ${ex.res.body}`);
+        ex = exchange(c.method ?? 'GET', c.path, c.query, c.headers);
+      }
+      handler.handleClient(ex);
+    }
     handler.close();
     assert.deepEqual(asked, c.wantAsked, 'pools asked, in order');
     assert.equal(ex.res.status, c.wantStatus, ex.res.body);
