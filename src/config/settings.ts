@@ -289,7 +289,7 @@ export const SETTING_TABLE = {
   }),
   discoveryAccessTTLMs: setting({
     flag: 'discovery-access-ttl', field: 'discovery.accessTTL', section: 'Discovery', kind: duration(), default: 10_000, // issue 38: /apis was answered to clients the apiserver refuses
-    help: "before mvproxy answers /apis, legacy discovery or the /openapi/v3 index from its merged view, the apiserver is asked the client's own request and must let it past authentication and authorization; a credential it let through is not asked again for this long (0 = ask every time). kube-apiserver's webhook caches keep an allow for 5m",
+    help: "before mvproxy answers /apis, legacy discovery or the /openapi/v3 index from its merged view, the apiserver is asked the client's own request and must let it past authentication and authorization; the same request (method, target, credentials) it let through is not asked again for this long (0 = ask every time). kube-apiserver's webhook caches keep an allow for 5m",
   }),
   legacyDiscoveryFix: setting({
     flag: 'legacy-discovery-fix', field: 'discovery.legacyDiscoveryFix', section: 'Discovery', kind: BOOL, default: true, // kubernetes#96486

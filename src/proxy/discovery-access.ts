@@ -7,7 +7,7 @@
 // The apiserver decides, not mvproxy: the client's own request goes to it first (handler.ts
 // withAccess; ProxiedRequest.authorizeThen), and only an answer past its filters (accessGranted)
 // lets mvproxy serve its document; any other answer (401, 403, APF's 429, a 5xx) is the client's.
-// A credential granted is remembered for --discovery-access-ttl (10 s), so a client polling
+// A request granted (its method, target and credentials) is remembered for --discovery-access-ttl (10 s), so a client polling
 // discovery costs the apiserver one request per TTL, not one per poll; a revoked binding is seen
 // within it (kube-apiserver's own webhook caches keep an allow for 5 minutes,
 // --authorization-webhook-cache-authorized-ttl, and a token for 2).
@@ -39,12 +39,16 @@ export class DiscoveryAccess {
   ) {}
 
   /**
-   * What makes the request's user at the apiserver: the certificate user mvproxy verified (sent as
-   * front-proxy headers), and every header kube-apiserver authenticates or impersonates from
-   * (Authorization, a WebSocket's bearer sub-protocol, Impersonate-*). Digested: no token is kept.
+   * The request as the apiserver authorizes it: its method and target (each non-resource URL is
+   * authorized on its own, and HEAD as the verb "head", which RBAC's system:discovery does not
+   * grant: a grant for GET /openapi/v3 let a HEAD, or /apis, through; helper-5's attack), and what
+   * makes its user there: the certificate user mvproxy verified (sent as front-proxy headers) and
+   * every header kube-apiserver authenticates or impersonates from (Authorization, a WebSocket's
+   * bearer sub-protocol, Impersonate-*). Digested: no token is kept.
    */
-  key(ex: Pick<Exchange, 'headers' | 'identity'>): string {
+  key(ex: Pick<Exchange, 'method' | 'target' | 'headers' | 'identity'>): string {
     const h = createHash('sha256');
+    h.update(`${ex.method} ${ex.target}\0`, 'latin1');
     if (ex.identity !== undefined) h.update(JSON.stringify(ex.identity));
     h.update('\0');
     const headers = ex.headers;

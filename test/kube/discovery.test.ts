@@ -72,7 +72,7 @@ describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with
       // /apis/autoscaling/v1 of the group only its peer serves, asked anonymously and with a bad
       // token, after an admin read them through the same member (a credential it lets through is
       // remembered: never anyone else's).
-      test('anonymous and a bad token get v1.37.2\'s own answer (403, 401) for /apis, legacy discovery and the /openapi/v3 index, after an admin read them', async () => {
+      test('anonymous and a bad token get v1.37.2\'s own answer (403, 401) for /apis, legacy discovery and the /openapi/v3 index, after an admin read them; a user\'s HEAD after its GET too', async () => {
         const direct = (cred: Cred) => new KubeClient(plane.apiservers[NEW]!.url, plane.pki.caFile, cred);
         const ours = (cred: Cred) => new KubeClient(members()[NEW]!.url, plane.pki.caFile, cred);
         const reads: [string, string][] = [['/apis', V2], ['/apis', 'application/json'], ['/apis/autoscaling/v1', 'application/json'], ['/apis/autoscaling', 'application/json'], ['/openapi/v3', 'application/json']];
@@ -86,6 +86,16 @@ describe('peer-aggregated discovery: mvproxy against kube-apiserver v1.37.2 with
             assert.equal(got.status, want.status, `${path} (${accept}), ${who}: ${got.body.slice(0, 200)}`);
             assert.deepEqual(JSON.parse(got.body), JSON.parse(want.body), `${path}, ${who}: the apiserver's own Status`);
           }
+        }
+        // What was let through is that request only: RBAC's system:discovery grants "get", and a
+        // HEAD is authorized as "head", so a user's HEAD after its own GET is the apiserver's 403
+        // (a grant keyed by the credential alone served it: found by the attack on this fix).
+        const user = { cert: await plane.pki.user('discovery-reader', []) };
+        for (const [path, accept] of reads) {
+          assert.equal((await ours(user).get(path, { accept })).status, 200, `${path}: GET as an ordinary user`);
+          const want = await direct(user).request('HEAD', path, { headers: { accept } });
+          const got = await ours(user).request('HEAD', path, { headers: { accept } });
+          assert.equal(got.status, want.status, `${path} (${accept}): HEAD after a GET, as v1.37.2 answers it`);
         }
       });
 
