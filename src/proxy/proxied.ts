@@ -661,8 +661,8 @@ export class ProxiedRequest implements AttemptReport, Tracked {
 export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, head?: AttemptHead | null, upstreamMs = -1): void {
   const seconds = (performance.now() - start) / 1000;
   if (!longRunning) {
-    c.metrics.requestDuration.observe({ route, verb: ri?.verb ?? 'unknown', code: codeClass(status) }, seconds);
-    if (peer !== undefined) c.metrics.reroutedDuration.observe({ peer }, seconds);
+    c.metrics.requestDuration.observe(route, ri?.verb ?? 'unknown', status, seconds);
+    if (peer !== undefined) c.metrics.reroutedDuration.of(peer).observe(seconds);
   }
   if (!c.logRequests) return;
   // httplog's fields and order (verb URI latency userAgent audit-ID srcIP resp), then mvproxy's:
@@ -738,9 +738,4 @@ function failureCode(err: Error & { code?: string }): AnsweredCode | undefined {
 
 function errText(err: Error & { code?: string }): string {
   return err.code ? `${err.code}: ${err.message}` : err.message;
-}
-
-/** 2xx/3xx/4xx/5xx: bounded label values whatever the upstream sends. */
-function codeClass(status: number): string {
-  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : status >= 200 ? '2xx' : '0';
 }

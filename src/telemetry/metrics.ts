@@ -5,7 +5,8 @@
 // histogram by route: local, peer, discovery), per-peer health and certificate expiry.
 // HELP starts with [ALPHA] as component-base does.
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type HistogramConfiguration, type LabelValues } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { FixedHistogram, type FixedHistogramConfig, type HistogramSeries } from './fixed-histogram';
 import { ErrorCode } from '../api/errors';
 import { readOpenFilesLimit } from '../api/fd-limit';
 
@@ -48,16 +49,39 @@ export const OTHER_VERB = 'other';
 export const REFUSED_LIMITS = ['bytes', 'groups', 'versions_per_group', 'versions', 'resources_per_version', 'resources'] as const;
 export type RefusedLimit = (typeof REFUSED_LIMITS)[number];
 
+const ROUTES: readonly Route[] = ['local', 'peer', 'discovery'];
+const CODE_CLASSES = ['0', '2xx', '3xx', '4xx', '5xx'] as const;
+
+/** 2xx/3xx/4xx/5xx: bounded label values whatever the upstream sends (index into CODE_CLASSES). */
+function codeClassIndex(status: number): number {
+  return status >= 500 ? 4 : status >= 400 ? 3 : status >= 300 ? 2 : status >= 200 ? 1 : 0;
+}
+
 /**
- * mvproxy_request_duration_seconds: observe() takes any verb, and labels only those of METRIC_VERBS.
- * (prom-client sets `observe` on the instance in its constructor, so it is wrapped there, not overridden.)
+ * mvproxy_request_duration_seconds by route, verb and code class: every request observes it, so its
+ * series are found in a table (verb → route × code class), not by labels: no allocation per request
+ * (fixed-histogram.ts). Any verb outside METRIC_VERBS is labelled OTHER_VERB.
  */
-class RequestDurationHistogram extends Histogram<'route' | 'verb' | 'code'> {
-  constructor(conf: HistogramConfiguration<'route' | 'verb' | 'code'>) {
-    super(conf);
-    const observe = this.observe.bind(this) as (labels: LabelValues<'route' | 'verb' | 'code'>, value: number) => void;
-    this.observe = ((labels: LabelValues<'route' | 'verb' | 'code'>, value: number) =>
-      observe(METRIC_VERBS.has(String(labels.verb)) ? labels : { ...labels, verb: OTHER_VERB }, value)) as Histogram<'route' | 'verb' | 'code'>['observe'];
+export class RequestDurations extends FixedHistogram {
+  private readonly rows = new Map<string, (HistogramSeries | undefined)[]>();
+  private readonly other: (HistogramSeries | undefined)[] = [];
+
+  constructor(c: Omit<FixedHistogramConfig, 'labelNames'>) {
+    super({ ...c, labelNames: ['route', 'verb', 'code'] });
+    for (const v of METRIC_VERBS) this.rows.set(v, []);
+  }
+
+  observe(route: Route, verb: string, status: number, seconds: number): void {
+    const row = this.rows.get(verb);
+    const r = row ?? this.other;
+    const i = ROUTES.indexOf(route) * CODE_CLASSES.length + codeClassIndex(status);
+    (r[i] ??= this.of(route, row !== undefined ? verb : OTHER_VERB, CODE_CLASSES[codeClassIndex(status)]!)).observe(seconds);
+  }
+
+  override reset(): void {
+    super.reset();
+    for (const row of this.rows.values()) row.length = 0;
+    this.other.length = 0;
   }
 }
 
@@ -122,11 +146,11 @@ export class Metrics {
   readonly peerAggregatedCacheHits: Counter;
   readonly peerAggregatedCacheMisses: Counter;
   readonly nopeerRequests: Counter;
-  readonly requestDuration: Histogram<'route' | 'verb' | 'code'>;
+  readonly requestDuration: RequestDurations;
   readonly upstreamConnectErrors: Counter<'route' | 'peer'>;
   /** Requests the one writer of upstream heads refused to write (upstream/request-head.ts), by the part it refused. */
   readonly upstreamWritesRefused: Counter<'part'>;
-  readonly reroutedDuration: Histogram<'peer'>;
+  readonly reroutedDuration: FixedHistogram;
   /** What the scrape-time gauges read (readFrom). */
   private sources: MetricsSources = NO_SOURCES;
   readonly localFailovers: Counter<'reason'>;
@@ -167,10 +191,9 @@ export class Metrics {
     this.peerAggregatedCacheHits = new Counter({ name: 'aggregator_discovery_peer_aggregated_cache_hits_total', help: '[ALPHA] Counter of number of times discovery was served from peer-aggregated cache', registers });
     this.peerAggregatedCacheMisses = new Counter({ name: 'aggregator_discovery_peer_aggregated_cache_misses_total', help: '[ALPHA] Counter of number of times discovery was aggregated across all API servers', registers });
     this.nopeerRequests = new Counter({ name: 'aggregator_discovery_nopeer_requests_total', help: '[ALPHA] Counter of number of times no-peer discovery was served', registers });
-    this.requestDuration = new RequestDurationHistogram({
+    this.requestDuration = new RequestDurations({
       name: 'mvproxy_request_duration_seconds',
       help: `[ALPHA] Time from receiving a request to the end of its response, by route (local: this node's apiserver; peer: proxied to a peer; discovery: answered by mvproxy). Long-running requests (watch, exec, logs...) are not observed. verb: RequestInfo's verb, or ${OTHER_VERB} for a method outside Kubernetes' own.`,
-      labelNames: ['route', 'verb', 'code'],
       buckets: KUBE_LATENCY_BUCKETS,
       registers,
     });
@@ -187,7 +210,7 @@ export class Metrics {
       labelNames: ['part'],
       registers,
     });
-    this.reroutedDuration = new Histogram({
+    this.reroutedDuration = new FixedHistogram({
       name: 'mvproxy_rerouted_request_duration_seconds',
       help: '[ALPHA] Time from receiving a request proxied to a peer to the end of its response, by peer (long-running requests are not observed)',
       labelNames: ['peer'],
@@ -331,7 +354,7 @@ export class Metrics {
    * publication drops it again.
    */
   async retainPeers(members: ReadonlySet<string>): Promise<void> {
-    const drop = async (m: Counter<'route' | 'peer'> | Histogram<'peer'> | Gauge<'peer'>, labels: (peer: string) => Record<string, string>) => {
+    const drop = async (m: Counter<'route' | 'peer'> | FixedHistogram | Gauge<'peer'>, labels: (peer: string) => Record<string, string>) => {
       const stale = new Set<string>();
       for (const v of (await m.get()).values) {
         const peer = v.labels['peer'];
