@@ -19,6 +19,10 @@
 //   floor-peer, uwsfloor-peer  two floors chained as the peer route is (client -> floor A, node or uWS
 //               in front -> HTTP/2 over TLS with a client certificate -> node:http2 floor B -> apiserver):
 //               the floor of node-peer and uws-peer
+//   haproxy-local, haproxy-peer  Debian's HAProxy (one thread, TLS and HTTP/2 on both sides, the admin's
+//               client certificate upstream; peer: two chained as the peer route is, B verifying A's
+//               certificate): the C anchor (issue 40 §4); every mvproxy case gets `vsHaproxy`, its CPU
+//               per event, RSS and delivery p99 as ratios to HAProxy's on the same route in the same run
 // Per case: W watches established (every one got its initial-events-end bookmark), RSS and fds held
 // per idle watch, connections into the apiserver; an idle CPU baseline (watches open, no events),
 // then 50 patches of the object, every watcher must get every one (delivery latency from the time
@@ -44,6 +48,7 @@ import { join } from 'node:path';
 import { cpuSeconds, memory, round, sleep, startProc } from './lib';
 import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
 import { BIN_DIR, NEW, OLD, startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
+import { JEMALLOC_CONF } from '../test/support/jemalloc';
 import { startMvproxies, uwsNode, type Frontend, type Member } from '../test/kube/support/mvproxy';
 import { freePort, httpsGet, startProcess, waitFor } from '../test/kube/support/processes';
 import { summarizeProfile } from './profile';
@@ -63,7 +68,7 @@ const SETTLE_MS = num('--settle-ms', 2000);
 const RELEASE_MS = num('--release-ms', 10_000);
 /** An idle upstream HTTP/2 session closes 30 s after its last stream (src/upstream/h2/origin.ts). */
 const H2_IDLE_MS = 30_000;
-const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'direct-local', 'direct-peer'];
+const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'haproxy-local', 'haproxy-peer', 'direct-local', 'direct-peer'];
 const ALL_CASES = [...DEFAULT_CASES, 'floor-local', 'uwsfloor-local', 'floor-peer', 'uwsfloor-peer'];
 const CASES = (str('--cases') ?? DEFAULT_CASES.join(',')).split(',').filter(Boolean);
 const PROFILE = process.argv.includes('--profile');
@@ -171,17 +176,19 @@ async function proxyState(m: Member): Promise<ProxyState> {
 /** Debian's libjemalloc2, preloaded as the image preloads its copy (Dockerfile), when installed. */
 function jemalloc(): Record<string, string> {
   const dir = readdirSync('/usr/lib').find((d) => d.endsWith('-linux-gnu') && existsSync(`/usr/lib/${d}/libjemalloc.so.2`));
-  return dir ? { LD_PRELOAD: `/usr/lib/${dir}/libjemalloc.so.2` } : {};
+  return dir ? { LD_PRELOAD: `/usr/lib/${dir}/libjemalloc.so.2`, MALLOC_CONF: JEMALLOC_CONF } : {};
 }
 
 // ---------------------------------------------------------------- a case
 
-/** A case relayed by bench/floor-watch.ts instead of mvproxy. */
-const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor';
+/** A case relayed by bench/floor-watch.ts or HAProxy instead of mvproxy: no gauges, stopped after its case. */
+const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor' || frontend === 'haproxy';
+
+type Relay = Frontend | 'direct' | 'floor' | 'uwsfloor' | 'haproxy';
 
 interface Case {
   id: string;
-  frontend: Frontend | 'direct' | 'floor' | 'uwsfloor';
+  frontend: Relay;
   route: 'local' | 'peer';
   /** Where the watches go. */
   url: string;
@@ -227,6 +234,10 @@ interface CaseResult {
   deliveryMs: { p50: number; p90: number; p99: number; max: number };
   lastEventAfterMs: number;
   vsDirect?: { p50: number; p99: number };
+  /** The relays' RSS (MiB) with the W watches open, the entry first. */
+  rssMiB?: number[];
+  /** Ratios to haproxy-<route> of the same run: the relays' CPU per event, their RSS with the watches open, delivery p99. */
+  vsHaproxy?: { cpuPerEvent: number; rss: number; p99: number };
   /** From the client's exit until mvproxy and the apiserver released everything. */
   releaseMs?: number;
   caseS?: number;
@@ -323,7 +334,7 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
       clientConnections: est.clientConnections,
       apiserverConnections: apiConns,
       ...(peerConns !== undefined ? { peerConnections: peerConns } : {}),
-      ...(c.proxies.length ? { rssKiBPerWatch: held.map((h, i) => round((h.rss - before[i]!.rss) / 1024 / W, 1)), fdsPerWatch: held.map((h, i) => round((h.fds - before[i]!.fds) / W, 3)) } : {}),
+      ...(c.proxies.length ? { rssMiB: held.map((h) => round(h.rss / 1024 / 1024, 1)), rssKiBPerWatch: held.map((h, i) => round((h.rss - before[i]!.rss) / 1024 / W, 1)), fdsPerWatch: held.map((h, i) => round((h.fds - before[i]!.fds) / W, 3)) } : {}),
       cpuUsPerEvent: c.proxies.length
         ? { mvproxy: perEvent(mv.reduce((a, b) => a + b, 0)), ...(mv.length > 1 ? { mvproxyEach: mv.map(perEvent) } : {}), apiserver, mvproxyShareOfApiserver: round(mv.reduce((a, b) => a + b, 0) / cpu[cpu.length - 1]!, 2) }
         : { apiserver },
@@ -343,6 +354,14 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
       // The floor releases nothing on purpose (no idle timeout, no gauges): it is stopped instead,
       // which also writes its profile (a peer floor's B, shared, cancels A's streams when A goes).
       await c.proxies[0]!.stop();
+      if (c.frontend === 'haproxy' && c.proxies.length > 1) {
+        // HAProxy's B is the anchor, not the code under test: measured here, 2.6.12 kept every stream
+        // to the apiserver open after A (and its connections to B) went, so it is stopped too, and said.
+        let w = await apiserverWatches(plane);
+        for (const t = performance.now(); w > watches0 && performance.now() - t < 3000; w = await apiserverWatches(plane)) await sleep(250);
+        if (w > watches0) say(`${c.id}: HAProxy B still held ${w - watches0} watches at the apiserver 3 s after A went: B stopped`);
+        await c.proxies[1]!.stop();
+      }
     } else if (c.proxies.length) {
       let last: ProxyState[] = [];
       // HTTP/2 sessions the case opened stay pooled (idle) until the end-of-run check: an fd each in
@@ -411,6 +430,72 @@ async function startFloor(plane: KubeControlPlane, front: 'node' | 'uws', upstre
   return { name, url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: port, proc, stop: async () => void (await proc.stop(10_000)) };
 }
 
+interface HaproxyOptions {
+  /** Ask for and verify a client certificate (the peer route's B, as mvproxy's peer listener does). */
+  verifyClient?: boolean;
+}
+
+function whichHaproxy(): string | null {
+  for (const d of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/local/sbin'])) if (existsSync(join(d, 'haproxy'))) return join(d, 'haproxy');
+  return null;
+}
+
+/**
+ * HAProxy relaying to `upstream` as an operator would put it in front of kube-apiserver for watches:
+ * one thread (mvproxy is one event loop), TLS with the apiserver's certificate in front, HTTP/2 by
+ * ALPN on both sides with connection reuse, the admin's client certificate upstream, no delay on
+ * small writes (`http-no-delay`: without it small streamed chunks wait, bench/targets.ts), and
+ * timeouts past the run; maxconn 9,000 (it asks for 2 fds a connection and 14 more: 10,000 is past the
+ * machines' hard nofile of 20,000). Shaped as a Member (no metrics).
+ */
+async function startHaproxy(plane: KubeControlPlane, bin: string, name: string, upstream: string, o: HaproxyOptions): Promise<Member> {
+  const port = await freePort();
+  const dir = join(plane.dir, name);
+  mkdirSync(dir, { recursive: true });
+  const pem = (file: string, ...parts: string[]) => {
+    writeFileSync(join(dir, file), parts.map((p) => readFileSync(p, 'utf8').trim() + '\n').join(''), { mode: 0o600 });
+    return join(dir, file);
+  };
+  const serving = pem('serving.pem', plane.pki.apiserverCert, plane.pki.apiserverKey);
+  const client = pem('client.pem', plane.admin.certFile, plane.admin.keyFile);
+  const up = new URL(upstream);
+  const conf = `# generated by bench/scale.ts
+global
+  nbthread 1
+  maxconn 9000
+  log stderr format short local0 err
+defaults
+  mode http
+  log global
+  option http-keep-alive
+  option http-no-delay
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+  timeout http-keep-alive 1h
+frontend fe
+  bind 127.0.0.1:${port} ssl crt ${serving} alpn h2,http/1.1${o.verifyClient ? ` verify required ca-file ${plane.pki.caFile}` : ''}
+  default_backend be
+backend be
+  http-reuse always
+  server api ${up.hostname}:${up.port} ssl verify required ca-file ${plane.pki.caFile} crt ${client} alpn h2
+`;
+  writeFileSync(join(dir, 'haproxy.cfg'), conf);
+  const proc = startProcess(name, bin, ['-db', '-f', join(dir, 'haproxy.cfg')], plane.dir);
+  await waitFor(() => `${name} listening on ${port}`, async () => connectionsListening(port), 30_000, proc);
+  say(`${name} (HAProxy, one thread, TLS + HTTP/2 both sides${o.verifyClient ? ', client certificates verified' : ''} -> ${upstream}): pid ${proc.child.pid}`);
+  return { name, url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: port, proc, stop: async () => void (await proc.stop(10_000)) };
+}
+
+/** Something listens on 127.0.0.1:port (/proc/net/tcp state 0A). */
+function connectionsListening(port: number): boolean {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return readFileSync('/proc/net/tcp', 'utf8').split('\n').some((l) => {
+    const f = l.trim().split(/\s+/);
+    return f[3] === '0A' && f[1]!.endsWith(hex);
+  });
+}
+
 // ---------------------------------------------------------------- main
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -452,16 +537,32 @@ async function main(): Promise<number> {
     return m;
   };
   const floorB = CASES.some((c) => c.endsWith('floor-peer')) ? await floorStart('floor-b', 'node', api.url) : undefined;
+  // HAProxy (Debian's), when installed: scripts/test-scale.sh installs it.
+  const haproxyBin = CASES.some((c) => c.startsWith('haproxy-')) ? whichHaproxy() : undefined;
+  let haproxyB: Member | undefined;
+  if (haproxyBin === null) say('haproxy is not installed (apt-get install -y haproxy): the haproxy cases are skipped');
+  else if (haproxyBin !== undefined) {
+    const start = async (id: string, upstream: string, o: HaproxyOptions) => {
+      const m = await startHaproxy(plane, haproxyBin, id, upstream, o);
+      cleanups.push(() => m.stop());
+      return m;
+    };
+    if (CASES.includes('haproxy-local')) floors.set('haproxy-local', await start('haproxy-local', api.url, {}));
+    if (CASES.includes('haproxy-peer')) {
+      haproxyB = await start('haproxy-b', api.url, { verifyClient: true });
+      floors.set('haproxy-peer', await start('haproxy-peer', haproxyB.url, {}));
+    }
+  }
   for (const f of ['floor', 'uwsfloor'] as const) {
     const front = f === 'uwsfloor' ? 'uws' : 'node';
     if (CASES.includes(`${f}-local`)) floors.set(`${f}-local`, await floorStart(`${f}-local`, front, api.url));
     if (floorB && CASES.includes(`${f}-peer`)) floors.set(`${f}-peer`, await floorStart(`${f}-peer`, front, floorB.url));
   }
   /** The relays on the way, the client's first. Local: the one beside v1.37.2. Peer: the one beside v1.34.4 (which has no such kind), then B. */
-  const proxiesFor = (id: string, fe: Frontend | 'direct' | 'floor' | 'uwsfloor', route: 'local' | 'peer'): Member[] => {
+  const proxiesFor = (id: string, fe: Relay, route: 'local' | 'peer'): Member[] => {
     if (fe === 'direct') return [];
     const floor = floors.get(id);
-    if (floor) return route === 'local' ? [floor] : [floor, floorB!];
+    if (floor) return route === 'local' ? [floor] : [floor, fe === 'haproxy' ? haproxyB! : floorB!];
     const [old, beside] = pairs.get(fe as Frontend)!;
     return route === 'local' ? [beside!] : [old!, beside!];
   };
@@ -469,8 +570,9 @@ async function main(): Promise<number> {
   const apiConnsStart = connectionsTo(api.port);
   const results: Record<string, CaseResult> = {};
   for (const id of CASES) {
-    const [fe, route] = id.split('-') as [Frontend | 'direct' | 'floor' | 'uwsfloor', 'local' | 'peer'];
+    const [fe, route] = id.split('-') as [Relay, 'local' | 'peer'];
     const kind = route === 'local' ? 'configmaps' : 'clustertrustbundles';
+    if (fe === 'haproxy' && !floors.has(id)) continue; // not installed
     const proxies = proxiesFor(id, fe, route);
     const url = fe === 'direct' ? api.url : proxies[0]!.url;
     const r = await runCase({ id, frontend: fe, route, url, kind, proxies }, plane, adminKC);
@@ -478,9 +580,14 @@ async function main(): Promise<number> {
   }
   // Peer floor B keeps its upstream sessions (no idle timeout): gone before the end-of-run checks.
   await floorB?.stop();
+  await haproxyB?.stop();
   for (const [id, r] of Object.entries(results)) {
     const d = results[`direct-${id.split('-')[1]}`];
     if (d && !id.startsWith('direct')) r.vsDirect = { p50: round(r.deliveryMs.p50 / d.deliveryMs.p50, 2), p99: round(r.deliveryMs.p99 / d.deliveryMs.p99, 2) };
+    // Against HAProxy on the same route (issue 40 §4): the relays' CPU per event, their RSS with the watches open, delivery p99.
+    const h = results[`haproxy-${id.split('-')[1]}`];
+    const sum = (xs: number[] | undefined) => (xs ?? []).reduce((a, b) => a + b, 0);
+    if (h && !id.startsWith('direct') && !isFloor(id.split('-')[0]!)) r.vsHaproxy = { cpuPerEvent: round(r.cpuUsPerEvent.mvproxy! / h.cpuUsPerEvent.mvproxy!, 2), rss: round(sum(r.rssMiB) / sum(h.rssMiB), 2), p99: round(r.deliveryMs.p99 / h.deliveryMs.p99, 2) };
   }
 
   // Issue 29's targets, read off this run (reported, not enforced: the run fails only on lost events and leaks).
