@@ -64,6 +64,7 @@ import { eventually, GiveUp } from '../support/poll';
 import { createClusterPKI, type NodeCertFiles } from '../../src/pki/bundle';
 import type { Frontend } from '../../src/config/types';
 import { jemalloc } from '../support/jemalloc';
+import { frame, headerBlock } from '../support/h2-flood';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 /** How long the probes are watched: past node's longest own timeout (TLS handshake, 120 s) and kube-apiserver's (IdleTimeout 90 s). */
@@ -209,35 +210,14 @@ async function captureClientHello(): Promise<Buffer> {
 let clientHello: Buffer;
 
 // ---------------------------------------------------------------------------------------------
-// HTTP/2 frames by hand (as test/support/raw-wire.ts): a HEADERS frame to dribble
+// HTTP/2 frames by hand (test/support/h2-flood.ts): a HEADERS frame to dribble
 
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-}
-function hpackInt(v: number): number[] {
-  if (v < 127) return [v];
-  const out = [127];
-  v -= 127;
-  while (v >= 128) {
-    out.push((v % 128) + 128);
-    v = Math.floor(v / 128);
-  }
-  out.push(v);
-  return out;
-}
-/** Literal header field without indexing, new name, no Huffman coding (RFC 7541 §6.2.2). */
-const literal = (name: string, value: string) => Buffer.concat([Buffer.from([0, ...hpackInt(name.length)]), Buffer.from(name), Buffer.from(hpackInt(value.length)), Buffer.from(value)]);
 const H2_PREFACE = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), frame(4, 0, 0, Buffer.alloc(0))]);
 const H2_SLOW_HEADERS = frame(
   1,
   0x5, // END_STREAM | END_HEADERS
   1,
-  Buffer.concat([literal(':method', 'GET'), literal(':scheme', 'https'), literal(':authority', 'localhost'), literal(':path', `${CM}?attack=h2-slowloris`), literal('x-pad', PAD)]),
+  headerBlock([[':method', 'GET'], [':scheme', 'https'], [':authority', 'localhost'], [':path', `${CM}?attack=h2-slowloris`], ['x-pad', PAD]]),
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -605,8 +585,11 @@ for (const fe of FRONTENDS) {
         assert.ok(gone, 'the flood ran');
         let rss = d.memory().rss;
         try {
-          // Bounded: jemalloc gives freed pages back within about 10 s (docs/deploy.md "Memory"); the assertion below says how far off it is.
-          await eventually(() => (rss = d.memory().rss) <= rssAtRest * MEMORY_SLACK, { what: 'RSS back within 50 %', timeoutMs: 20_000, intervalMs: 500 }).catch(() => undefined);
+          // Bounded: the full collection runs 2-4 s after the burst (lifecycle/memory.ts), and jemalloc's
+          // background thread gives the freed pages back gradually over its 10 s decay (docs/deploy.md
+          // "Memory"); 40 s is that twice over, for a busy CI machine (the failures seen were at 20 s).
+          // The assertion below says how far off it is.
+          await eventually(() => (rss = d.memory().rss) <= rssAtRest * MEMORY_SLACK, { what: 'RSS back within 50 %', timeoutMs: 40_000, intervalMs: 500 }).catch(() => undefined);
         } finally {
           t.diagnostic(`RSS ${mib(rssAtRest)} MiB at rest, ${mib(peakRss)} MiB with the ${n} connections held, ${mib(rss)} MiB after they went away; V8 heap now ${await heapOf(d)}`);
         }

@@ -42,8 +42,14 @@ function expectedSha(): string {
 
 /** An upload's peak may reach V8's garbage of 100 MiB of read buffers (see the upload test); twice the body would not fit. */
 const UPLOAD_FIRST_LIMIT = 160 * MiB;
+/**
+ * And three more uploads may raise that peak by 64 MiB: the same garbage, collected at other moments
+ * (+19 MiB measured here, +38.8 MiB once in CI while the backpressure check passed); a daemon that
+ * kept the bodies would add 300 MiB.
+ */
+const UPLOAD_MORE_LIMIT = 64 * MiB;
 
-async function judgeMemory(t: { diagnostic(s: string): void }, daemon: ChildDaemon, transfer: () => Promise<void>, firstLimit = FIRST_LIMIT): Promise<void> {
+async function judgeMemory(t: { diagnostic(s: string): void }, daemon: ChildDaemon, transfer: () => Promise<void>, firstLimit = FIRST_LIMIT, moreLimit = MORE_LIMIT): Promise<void> {
   const base = daemon.memory();
   await transfer();
   const first = daemon.memory();
@@ -51,7 +57,7 @@ async function judgeMemory(t: { diagnostic(s: string): void }, daemon: ChildDaem
   const more = daemon.memory();
   t.diagnostic(`daemon RSS ${(base.rss / MiB).toFixed(1)} MiB before; peak ${(first.peak / MiB).toFixed(1)} MiB after 100 MiB, ${(more.peak / MiB).toFixed(1)} MiB after 400 MiB`);
   assert.ok(first.peak - base.rss < firstLimit, `peak RSS grew ${((first.peak - base.rss) / MiB).toFixed(1)} MiB over the first 100 MiB`);
-  assert.ok(more.peak - first.peak < MORE_LIMIT, `peak RSS grew another ${((more.peak - first.peak) / MiB).toFixed(1)} MiB over 300 MiB more`);
+  assert.ok(more.peak - first.peak < moreLimit, `peak RSS grew another ${((more.peak - first.peak) / MiB).toFixed(1)} MiB over 300 MiB more`);
 }
 
 for (const frontend of FRONTENDS) {
@@ -131,7 +137,7 @@ for (const frontend of FRONTENDS) {
           clientSent = 0;
           await upload();
         };
-        await judgeMemory(t, daemon, uploads, UPLOAD_FIRST_LIMIT);
+        await judgeMemory(t, daemon, uploads, UPLOAD_FIRST_LIMIT, UPLOAD_MORE_LIMIT);
         t.diagnostic(`the client had sent ${sentWhenRead.map((b) => (b / MiB).toFixed(1)).join(', ')} MiB when the stalled upstream began to read`);
         for (const b of sentWhenRead) assert.ok(b < STALLED_LIMIT, `${(b / MiB).toFixed(1)} MiB of the upload passed mvproxy while the upstream read nothing`);
         return;

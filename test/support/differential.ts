@@ -15,6 +15,7 @@
 
 import { createHash, X509Certificate } from 'node:crypto';
 import type { H2Request } from './raw-wire';
+import { prng } from './fuzz-seed';
 import type { OracleError, OracleRequest } from './go-oracle';
 
 export type Route = 'local' | 'peer';
@@ -174,17 +175,6 @@ export function namedCases(o: { h2: boolean }): WireCase[] {
 
 // ---- generated cases
 
-/** mulberry32: a small seeded PRNG, so a seed replays a run exactly. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Pieces a generated target, name or value is spliced from. */
 const PIECES: Buffer[] = [

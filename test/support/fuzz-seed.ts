@@ -2,6 +2,8 @@
 // MVPROXY_FUZZ_SEED=N replays a run (fast-check's `seed`: the same N generates the same inputs);
 // unset, each run draws a new one. The tests print it first (t.diagnostic), so a failure in CI can
 // be replayed here: `MVPROXY_FUZZ_SEED=N node --import tsx --test test/security/fuzz.test.ts`.
+// prng() is the generator of the suites that draw their cases by hand (test/support/differential.ts,
+// test/unit/response-parser.test.ts) from that seed.
 import { randomInt } from 'node:crypto';
 
 export const FUZZ_SEED_ENV = 'MVPROXY_FUZZ_SEED';
@@ -17,4 +19,16 @@ export function fuzzSeed(env: NodeJS.ProcessEnv = process.env): number {
 /** How a test prints its seed, and how to replay it. */
 export function seedLine(seed: number): string {
   return `seed ${seed} (replay: ${FUZZ_SEED_ENV}=${seed})`;
+}
+
+/** mulberry32: a small seeded PRNG, so a seed replays a run exactly. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

@@ -38,13 +38,12 @@ function hpackInt(v: number, n: number, first: number): number[] {
 
 /** A header block of literal fields without indexing, new names, no Huffman (RFC 7541 §6.2.2). */
 export function headerBlock(fields: [string, string][]): Buffer {
-  return Buffer.concat(
-    fields.map(([n, v]) => {
-      const name = Buffer.from(n, 'latin1');
-      const value = Buffer.from(v, 'latin1');
-      return Buffer.concat([Buffer.from([0x00, ...hpackInt(name.length, 7, 0)]), name, Buffer.from(hpackInt(value.length, 7, 0)), value]);
-    }),
-  );
+  return Buffer.concat(fields.map(([n, v]) => literalField(Buffer.from(n, 'latin1'), Buffer.from(v, 'latin1'))));
+}
+
+/** One literal field without indexing, new name, neither string Huffman-coded (RFC 7541 §6.2.2), of the bytes given. */
+export function literalField(name: Buffer, value: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([0x00, ...hpackInt(name.length, 7, 0)]), name, Buffer.from(hpackInt(value.length, 7, 0)), value]);
 }
 
 /** The fields of a GET of `path` (pseudo-headers first), plus `extra`. */

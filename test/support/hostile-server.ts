@@ -19,6 +19,7 @@ import { createClusterPKI, type ClusterPKI } from '../../src/pki/bundle';
 import type { Daemon } from '../../src/daemon';
 import type { DaemonConfig, Frontend } from '../../src/config/types';
 import { startTestDaemon } from './daemon';
+import { lenientHead } from './lenient-upstream';
 
 export interface HostileRequest {
   /** Connection number, 0-based, in accept order. */
@@ -205,20 +206,7 @@ function take(buf: Buffer, conn: number, clientCN: string): { req: HostileReques
   const end = buf.indexOf('\r\n\r\n');
   if (end < 0) return null;
   const head = buf.subarray(0, end + 4).toString('latin1');
-  const lines = head.split('\r\n');
-  const [method = '', target = ''] = lines[0]!.split(' ');
-  let chunked = false;
-  let length = 0;
-  let upgrade = false;
-  for (const l of lines.slice(1)) {
-    const c = l.indexOf(':');
-    if (c <= 0) continue;
-    const name = l.slice(0, c).trim().toLowerCase();
-    const value = l.slice(c + 1).trim();
-    if (name === 'transfer-encoding' && /chunked/i.test(value)) chunked = true;
-    if (name === 'content-length') length = Number(value.split(',').pop()) || 0;
-    if (name === 'upgrade') upgrade = true;
-  }
+  const { method, target, chunked, length, upgrade } = lenientHead(head.split('\r\n'));
   const start = end + 4;
   if (chunked) {
     const parts: Buffer[] = [];

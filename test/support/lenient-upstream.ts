@@ -139,6 +139,28 @@ function answer(r: LenientRequest, custom?: (r: LenientRequest) => { status: num
   return { status: 200, body: JSON.stringify({ kind: 'Lenient', target: r.target, bodyBytes: r.body.length }) };
 }
 
+/**
+ * What a lenient server reads of a request head's lines: the method and target (split on spaces),
+ * chunked if any Transfer-Encoding names it, the last of a comma list of Content-Lengths, whether an
+ * Upgrade field is there. No check at all: these servers record what arrived, whatever it is.
+ */
+export function lenientHead(lines: string[]): { method: string; target: string; chunked: boolean; length: number; upgrade: boolean } {
+  const [method = '', target = ''] = (lines[0] ?? '').split(' ');
+  let chunked = false;
+  let length = 0;
+  let upgrade = false;
+  for (const l of lines.slice(1)) {
+    const c = l.indexOf(':');
+    if (c <= 0) continue;
+    const name = l.slice(0, c).trim().toLowerCase();
+    const value = l.slice(c + 1).trim();
+    if (name === 'transfer-encoding' && /chunked/i.test(value)) chunked = true;
+    if (name === 'content-length') length = Number(value.split(',').pop()) || 0;
+    if (name === 'upgrade') upgrade = true;
+  }
+  return { method, target, chunked, length, upgrade };
+}
+
 /** Splits one request off the front of buf, leniently; null = need more bytes. */
 function takeRequest(buf: Buffer, conn: number): { req: LenientRequest; used: number } | null {
   const s = buf.toString('latin1');
@@ -151,18 +173,7 @@ function takeRequest(buf: Buffer, conn: number): { req: LenientRequest; used: nu
   }
   if (end === -1) return null;
   const head = s.slice(0, end + sepLen);
-  const lines = head.split(/\r?\n/);
-  const [method = '', target = ''] = lines[0].split(' ');
-  let chunked = false;
-  let length = 0;
-  for (const l of lines.slice(1)) {
-    const c = l.indexOf(':');
-    if (c <= 0) continue;
-    const name = l.slice(0, c).trim().toLowerCase();
-    const value = l.slice(c + 1).trim();
-    if (name === 'transfer-encoding' && /chunked/i.test(value)) chunked = true;
-    if (name === 'content-length') length = Number(value.split(',').pop()) || 0;
-  }
+  const { method, target, chunked, length } = lenientHead(head.split(/\r?\n/));
   const bodyStart = end + sepLen;
   if (chunked) {
     const used = chunkedEnd(s, bodyStart);

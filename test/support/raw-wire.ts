@@ -3,6 +3,7 @@
 // given), over TLS or plain TCP. They read until the server closes, every stream ended, or a bound.
 import net from 'node:net';
 import tls from 'node:tls';
+import { FRAME, frame, literalField } from './h2-flood';
 
 export interface ClientTLS {
   /** A client certificate and key (PEM), or none (anonymous or bearer). */
@@ -56,36 +57,6 @@ export interface H2Reply {
   goaway: boolean;
 }
 
-const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7 } as const;
-
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-}
-
-/** An HPACK integer with an n-bit prefix (RFC 7541 §5.1). */
-function hpackInt(v: number, n: number, first: number): number[] {
-  const max = (1 << n) - 1;
-  if (v < max) return [first | v];
-  const out = [first | max];
-  v -= max;
-  while (v >= 128) {
-    out.push((v % 128) + 128);
-    v = Math.floor(v / 128);
-  }
-  out.push(v);
-  return out;
-}
-
-/** Literal header field without indexing, new name, neither string Huffman-coded (RFC 7541 §6.2.2). */
-function literal(name: Buffer, value: Buffer): Buffer {
-  return Buffer.concat([Buffer.from([0x00, ...hpackInt(name.length, 7, 0)]), name, Buffer.from(hpackInt(value.length, 7, 0)), value]);
-}
-
 /** Sends each request as its own stream on one connection (ALPN h2) and waits for every stream to end or `timeoutMs`. */
 export function sendH2(port: number, requests: H2Request[], o: { tls: ClientTLS; timeoutMs: number }): Promise<H2Reply> {
   return new Promise((resolve) => {
@@ -111,7 +82,7 @@ export function sendH2(port: number, requests: H2Request[], o: { tls: ClientTLS;
       const out: Buffer[] = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0))];
       requests.forEach((r, i) => {
         const id = 1 + 2 * i;
-        const block = Buffer.concat(r.fields.map(([n, v]) => literal(n, v)));
+        const block = Buffer.concat(r.fields.map(([n, v]) => literalField(n, v)));
         const hasBody = r.body !== undefined;
         out.push(frame(FRAME.HEADERS, 0x4 | (hasBody ? 0 : 0x1), id, block));
         if (hasBody) out.push(frame(FRAME.DATA, 0x1, id, r.body!));

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResponseParser, ParseError, type UpstreamHead } from '../../src/upstream/h1/response-parser';
-import { fuzzSeed, seedLine } from '../support/fuzz-seed';
+import { fuzzSeed, prng, seedLine } from '../support/fuzz-seed';
 
 const { HTTPParser } = require('_http_common') as { HTTPParser: any };
 
@@ -81,18 +81,6 @@ function llhttp(bytes: Buffer, head: boolean): Outcome {
   return { status, body: Buffer.concat(body).toString('latin1'), keepAlive };
 }
 
-// A small deterministic PRNG (mulberry32), seeded per run.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const NAMES = ['Content-Type', 'Audit-Id', 'Cache-Control', 'X-Kubernetes-Pf-Flowschema-Uid', 'Date', 'Connection', 'Keep-Alive', 'Vary', 'Etag', 'Warning', 'Trailer', 'X-Custom', 'content-type', 'X-Mvproxy-Not-Sent'];
 const VALUES = ['application/json', 'no-cache, private', 'keep-alive', 'close', 'timeout=5', 'Accept', '"abc"', 'caf\xe9', '', 'a, b', 'X-Custom', 'Audit-Id, close', '299 - "deprecated"'];
 
@@ -153,7 +141,7 @@ function splits(len: number, r: () => number): number[] {
 test('the response reader agrees with llhttp on 120,000 generated and mutated responses (or refuses)', (t) => {
   const seed = fuzzSeed();
   t.diagnostic(seedLine(seed));
-  const r = rng(seed);
+  const r = prng(seed);
   let accepted = 0;
   let refused = 0;
   for (let i = 0; i < 120_000; i++) {
