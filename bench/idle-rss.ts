@@ -1,37 +1,40 @@
-// Idle RSS of mvproxy A (dist build, the bench environment: IMAGE_ENV) 2 s after start and at 90 s
-// without traffic, and its thread count then (the merge worker exits after MERGE_WORKER_IDLE_MS).
-// Beside it, in the same run, a bare Node process (`node -e` with a timer, same binary and
-// environment): what any daemon on this runtime costs before its own code. Each RSS is split into
-// anonymous memory (heaps, malloc) and file-backed pages (the node binary's code and data, shared
-// libraries, uWS's .node; shared with every other process mapping the same files).
-//   node --import tsx bench/idle-rss.ts
+// Idle RSS of the compiled daemon as the image runs it, broken down (issue 40 §2: what is Node's and
+// what is mvproxy's at rest). Needs the build of `npm run test:scale` (bench/.build) or `npm run build`'s
+// dist via MVPROXY_MAIN. One daemon in front of a fake apiserver, read 8 s after it starts.
+//
+//   node --import tsx bench/idle-rss.ts [node|uws] [image|glibc|lite]
+// image: the image's environment and jemalloc; glibc: without jemalloc; lite: also --max-old-space-size=64.
+// (the uws front end under scripts/node-glibc.sh's node). Prints one JSON line.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import { buildDist, IMAGE_ENV, makePKI, startBackend, startMvproxy } from './targets';
-import { memory, sleep, startProc } from './lib';
+import { startFakeUpstream } from '../test/support/fake-upstream';
+import { IMAGE_ENV } from './targets';
+import { jemalloc } from '../test/support/jemalloc';
 
-const MB = (n: number) => (n / 1e6).toFixed(1);
-const split = (pid: number) => {
-  const m = memory(pid);
-  return `${MB(m.rss)} MB (anon ${MB(m.anon)}, file ${MB(m.file)})`;
-};
-
+const fe = process.argv[2] ?? 'node';
+const variant = process.argv[3] ?? 'image';
 async function main() {
-  const err = buildDist();
-  if (err) throw new Error(err);
-  const be = await startBackend({});
-  const tmp = mkdtempSync(join(os.tmpdir(), 'mvproxy-idle-'));
-  const pki = await makePKI(join(tmp, 'pki'), ['a', 'b']);
-  const B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime: 'dist' });
-  const A = await startMvproxy({ name: 'a', frontend: 'uws', localPort: be.portA, peers: { [B.serverID]: `127.0.0.1:${B.peerPort}` }, pki, runtime: 'dist' });
-  const bare = startProc('bare-node', process.execPath, ['-e', 'setTimeout(() => {}, 100000)'], { env: { ...process.env, ...IMAGE_ENV } });
-  await sleep(2000);
-  const t2 = split(A.proc.pid);
-  await sleep(88000);
-  console.log(`A idle RSS: 2 s ${t2}, 90 s ${split(A.proc.pid)}; threads now: ${readdirSync(`/proc/${A.proc.pid}/task`).length}`);
-  console.log(`bare node (-e, a timer) at 90 s: ${split(bare.pid)}`);
-  await Promise.all([A.proc.stop('SIGTERM', 5000), B.proc.stop('SIGTERM', 5000), be.proc.stop('SIGTERM', 5000), bare.stop('SIGTERM', 5000)]);
-  rmSync(tmp, { recursive: true, force: true });
+  const up = await startFakeUpstream(() => false);
+  const env: NodeJS.ProcessEnv = { ...process.env, ...IMAGE_ENV };
+  if (variant !== 'glibc') Object.assign(env, jemalloc());
+  const extra = variant === 'lite' ? ['--max-old-space-size=64'] : [];
+  const p = spawn(process.execPath, [...extra, process.env.MVPROXY_MAIN ?? join(__dirname, '.build', 'src', 'main.js'), `--frontend=${fe}`, '--secure-port=0', '--bind-address=127.0.0.1', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${up.url}`, '--v=0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  p.stdout.on('data', (d) => (out += d));
+  p.stderr.on('data', (d) => (out += d));
+  await sleep(8000);
+  const st = readFileSync(`/proc/${p.pid}/status`, 'utf8');
+  const pick = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(st)?.[1] ?? 0);
+  const m = /"metricsPort":(\d+)/.exec(out);
+  let heap = '';
+  if (m) {
+    const text = await (await fetch(`http://127.0.0.1:${m[1]}/metrics`)).text();
+    heap = ['nodejs_heap_size_used_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes'].map((k) => `${k.replace('nodejs_', '').replace('_bytes', '')} ${(Number(new RegExp(`^${k} (\\S+)`, 'm').exec(text)?.[1]) / 2 ** 20).toFixed(1)}`).join(', ');
+  }
+  console.log(JSON.stringify({ fe, variant, rssMiB: +(pick('VmRSS') / 1024).toFixed(1), anonMiB: +(pick('RssAnon') / 1024).toFixed(1), fileMiB: +(pick('RssFile') / 1024).toFixed(1), threads: pick('Threads'), heap }));
+  p.kill('SIGKILL');
+  await up.close();
 }
-main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+void main();
