@@ -172,19 +172,7 @@ export class ProxyHandler {
     const r = new ProxiedRequest(this.c, ex, ri, snap, start);
     switch (d.kind) {
       case 'local':
-        // While the local apiserver does not serve, what a peer can answer goes to a peer; while it
-        // does, a request it refuses at once may still go (ProxiedRequest.failOverToPeers).
-        if (this.localFailover && ex.peerProxied !== 'true') {
-          if (snap.local !== 'serving') {
-            const f = localFailoverTarget(ri, ex.path, snap);
-            if (f !== undefined) {
-              this.o.metrics.localFailovers.inc({ reason: snap.local });
-              return r.toPeers(f.peers, this.c.pickStart(f.peers.length), f.gvr);
-            }
-          }
-          return r.toLocal(false, true);
-        }
-        return r.toLocal(false);
+        return this.toLocal(r, ex, ri, snap);
       case 'notFound':
         return this.notFound(ex, r, snap);
       case 'unavailable':
@@ -252,7 +240,7 @@ export class ProxyHandler {
    * Writes a document of mvproxy's own once the apiserver says this client may read it
    * (discovery-access.ts): at once for a credential it granted within the TTL, else after the
    * client's own request came back from past its filters; any other answer is the client's. While
-   * the local apiserver is not serving, a peer's apiserver decides (--local-failover).
+   * the local apiserver is not serving, a peer's apiserver decides (--local-failover, toLocal).
    */
   private withAccess(ex: Exchange, ri: RequestInfo, snap: Snapshot, start: number, write: () => void): void {
     const key = this.access.key(ex);
@@ -270,14 +258,24 @@ export class ProxyHandler {
       this.access.remember(key, performance.now());
       serve();
     });
-    if (this.localFailover && snap.local !== 'serving') {
+    this.toLocal(r, ex, ri, snap);
+  }
+
+  /**
+   * To the local apiserver. While it does not serve, what a peer can answer goes to a peer; while it
+   * does, a request it refuses at once may still go (ProxiedRequest.failOverToPeers). Never for a
+   * request a peer already proxied here: one hop.
+   */
+  private toLocal(r: ProxiedRequest, ex: Exchange, ri: RequestInfo | undefined, snap: Snapshot): void {
+    if (!this.localFailover || ex.peerProxied === 'true') return r.toLocal(false);
+    if (snap.local !== 'serving') {
       const f = localFailoverTarget(ri, ex.path, snap);
       if (f !== undefined) {
         this.o.metrics.localFailovers.inc({ reason: snap.local });
         return r.toPeers(f.peers, this.c.pickStart(f.peers.length), f.gvr);
       }
     }
-    r.toLocal(false, this.localFailover);
+    r.toLocal(false, true);
   }
 
   /**
