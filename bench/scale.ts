@@ -19,6 +19,9 @@
 //   floor-peer, uwsfloor-peer  two floors chained as the peer route is (client -> floor A, node or uWS
 //               in front -> HTTP/2 over TLS with a client certificate -> node:http2 floor B -> apiserver):
 //               the floor of node-peer and uws-peer
+//   pumpfloor-local, pumpfloor-peer  bench/floor-pump.ts: the floor of issue 40 §1's design, HTTP/2
+//               frames pumped between TLS sockets with no node:http2 (client-go in front speaks h2);
+//               the peer one chains two pumps, B verifying A's client certificate
 //   haproxy-local, haproxy-peer  Debian's HAProxy (one thread, TLS and HTTP/2 on both sides, the admin's
 //               client certificate upstream; peer: two chained as the peer route is, B verifying A's
 //               certificate): the C anchor (issue 40 §4); every mvproxy case gets `vsHaproxy`, its CPU
@@ -69,7 +72,7 @@ const RELEASE_MS = num('--release-ms', 10_000);
 /** An idle upstream HTTP/2 session closes 30 s after its last stream (src/upstream/h2/origin.ts). */
 const H2_IDLE_MS = 30_000;
 const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'haproxy-local', 'haproxy-peer', 'direct-local', 'direct-peer'];
-const ALL_CASES = [...DEFAULT_CASES, 'floor-local', 'uwsfloor-local', 'floor-peer', 'uwsfloor-peer'];
+const ALL_CASES = [...DEFAULT_CASES, 'floor-local', 'uwsfloor-local', 'floor-peer', 'uwsfloor-peer', 'pumpfloor-local', 'pumpfloor-peer'];
 const CASES = (str('--cases') ?? DEFAULT_CASES.join(',')).split(',').filter(Boolean);
 const PROFILE = process.argv.includes('--profile');
 const TIME_LIMIT_MS = num('--time-limit-s', 900) * 1000;
@@ -182,9 +185,9 @@ function jemalloc(): Record<string, string> {
 // ---------------------------------------------------------------- a case
 
 /** A case relayed by bench/floor-watch.ts or HAProxy instead of mvproxy: no gauges, stopped after its case. */
-const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor' || frontend === 'haproxy';
+const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor' || frontend === 'pumpfloor' || frontend === 'haproxy';
 
-type Relay = Frontend | 'direct' | 'floor' | 'uwsfloor' | 'haproxy';
+type Relay = Frontend | 'direct' | 'floor' | 'uwsfloor' | 'pumpfloor' | 'haproxy';
 
 interface Case {
   id: string;
@@ -420,15 +423,20 @@ function profileEnv(): Record<string, string> {
  * the admin's certificate, serving the apiserver's; shaped as a Member (no metrics; peerPort is
  * its own port, which a peer floor A dials).
  */
-async function startFloor(plane: KubeControlPlane, front: 'node' | 'uws', upstream: string, name: string): Promise<Member> {
+async function startFloor(plane: KubeControlPlane, front: FloorFront, upstream: string, name: string): Promise<Member> {
   const port = await freePort();
   const node = front === 'uws' ? uwsNode() : process.execPath;
   if (node === null) throw new Error(`${name}: no Node here loads uWS (scripts/node-glibc.sh)`);
-  const proc = startProcess(name, node, ['--import', 'tsx', join(__dirname, 'floor-watch.ts'), String(port), upstream, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey, front], plane.dir, { ...jemalloc(), ...profileEnv() });
+  const pump = front === 'pump' || front === 'pump-verify';
+  const script = pump ? 'floor-pump.ts' : 'floor-watch.ts';
+  const proc = startProcess(name, node, ['--import', 'tsx', join(__dirname, script), String(port), upstream, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey, front === 'pump-verify' ? 'verify' : front], plane.dir, { ...jemalloc(), ...profileEnv() });
   await waitFor(() => `${name} listening`, async () => /floor-watch listening/.test(proc.log()), 30_000, proc);
-  say(`${name} (${front === 'uws' ? 'uWS' : 'node:http2'} relay, bench/floor-watch.ts -> ${upstream}): pid ${proc.child.pid}`);
+  say(`${name} (${pump ? 'HTTP/2 frame pump' : front === 'uws' ? 'uWS' : 'node:http2'} relay, bench/${script} -> ${upstream}): pid ${proc.child.pid}`);
   return { name, url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: port, proc, stop: async () => void (await proc.stop(10_000)) };
 }
+
+/** node:http2 or uWS in front (floor-watch.ts), or the frame pump (floor-pump.ts; pump-verify: as a peer route's B). */
+type FloorFront = 'node' | 'uws' | 'pump' | 'pump-verify';
 
 interface HaproxyOptions {
   /** Ask for and verify a client certificate (the peer route's B, as mvproxy's peer listener does). */
@@ -531,12 +539,13 @@ async function main(): Promise<number> {
   // Floors, by case id (the relay a case's client dials); the peer floors share B (node:http2, as
   // mvproxy's peer listener).
   const floors = new Map<string, Member>();
-  const floorStart = async (id: string, front: 'node' | 'uws', upstream: string) => {
+  const floorStart = async (id: string, front: FloorFront, upstream: string) => {
     const m = await startFloor(plane, front, upstream, id);
     cleanups.push(() => m.stop());
     return m;
   };
-  const floorB = CASES.some((c) => c.endsWith('floor-peer')) ? await floorStart('floor-b', 'node', api.url) : undefined;
+  const floorB = CASES.some((c) => c === 'floor-peer' || c === 'uwsfloor-peer') ? await floorStart('floor-b', 'node', api.url) : undefined;
+  const pumpB = CASES.includes('pumpfloor-peer') ? await floorStart('pump-b', 'pump-verify', api.url) : undefined;
   // HAProxy (Debian's), when installed: scripts/test-scale.sh installs it.
   const haproxyBin = CASES.some((c) => c.startsWith('haproxy-')) ? whichHaproxy() : undefined;
   let haproxyB: Member | undefined;
@@ -553,16 +562,17 @@ async function main(): Promise<number> {
       floors.set('haproxy-peer', await start('haproxy-peer', haproxyB.url, {}));
     }
   }
-  for (const f of ['floor', 'uwsfloor'] as const) {
-    const front = f === 'uwsfloor' ? 'uws' : 'node';
+  for (const f of ['floor', 'uwsfloor', 'pumpfloor'] as const) {
+    const front = f === 'uwsfloor' ? 'uws' : f === 'pumpfloor' ? 'pump' : 'node';
+    const b = f === 'pumpfloor' ? pumpB : floorB;
     if (CASES.includes(`${f}-local`)) floors.set(`${f}-local`, await floorStart(`${f}-local`, front, api.url));
-    if (floorB && CASES.includes(`${f}-peer`)) floors.set(`${f}-peer`, await floorStart(`${f}-peer`, front, floorB.url));
+    if (b && CASES.includes(`${f}-peer`)) floors.set(`${f}-peer`, await floorStart(`${f}-peer`, front, b.url));
   }
   /** The relays on the way, the client's first. Local: the one beside v1.37.2. Peer: the one beside v1.34.4 (which has no such kind), then B. */
   const proxiesFor = (id: string, fe: Relay, route: 'local' | 'peer'): Member[] => {
     if (fe === 'direct') return [];
     const floor = floors.get(id);
-    if (floor) return route === 'local' ? [floor] : [floor, fe === 'haproxy' ? haproxyB! : floorB!];
+    if (floor) return route === 'local' ? [floor] : [floor, fe === 'haproxy' ? haproxyB! : fe === 'pumpfloor' ? pumpB! : floorB!];
     const [old, beside] = pairs.get(fe as Frontend)!;
     return route === 'local' ? [beside!] : [old!, beside!];
   };
@@ -580,6 +590,7 @@ async function main(): Promise<number> {
   }
   // Peer floor B keeps its upstream sessions (no idle timeout): gone before the end-of-run checks.
   await floorB?.stop();
+  await pumpB?.stop();
   await haproxyB?.stop();
   for (const [id, r] of Object.entries(results)) {
     const d = results[`direct-${id.split('-')[1]}`];
@@ -587,7 +598,7 @@ async function main(): Promise<number> {
     // Against HAProxy on the same route (issue 40 §4): the relays' CPU per event, their RSS with the watches open, delivery p99.
     const h = results[`haproxy-${id.split('-')[1]}`];
     const sum = (xs: number[] | undefined) => (xs ?? []).reduce((a, b) => a + b, 0);
-    if (h && !id.startsWith('direct') && !isFloor(id.split('-')[0]!)) r.vsHaproxy = { cpuPerEvent: round(r.cpuUsPerEvent.mvproxy! / h.cpuUsPerEvent.mvproxy!, 2), rss: round(sum(r.rssMiB) / sum(h.rssMiB), 2), p99: round(r.deliveryMs.p99 / h.deliveryMs.p99, 2) };
+    if (h && !id.startsWith('direct') && !id.startsWith('haproxy')) r.vsHaproxy = { cpuPerEvent: round(r.cpuUsPerEvent.mvproxy! / h.cpuUsPerEvent.mvproxy!, 2), rss: round(sum(r.rssMiB) / sum(h.rssMiB), 2), p99: round(r.deliveryMs.p99 / h.deliveryMs.p99, 2) };
   }
 
   // Issue 29's targets, read off this run (reported, not enforced: the run fails only on lost events and leaks).

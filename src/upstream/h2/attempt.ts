@@ -1,4 +1,5 @@
-// One long-running request (a watch, logs -f) as a stream of a shared HTTP/2 session (origin.ts).
+// One long-running request (a watch, logs -f) as a stream of a shared HTTP/2 connection (origin.ts,
+// connection.ts: mvproxy's own HTTP/2 client, the stream's frames pumped with no node:http2).
 // It reports to the request that owns it exactly as the HTTP/1.1 attempt does (h1/attempt.ts
 // AttemptReport): head, body, end, failure. When the upstream speaks no h2, it hands the request to
 // an HTTP/1.1 attempt instead, once, at the start.
@@ -10,11 +11,12 @@
 // order is the same too, but for Date, which the HTTP/1.1 server writes last (uWS replaces Date with
 // its own either way). test/integration/watch-h2.test.ts checks the spelling a client gets.
 
-import { constants, type ClientHttp2Stream } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { codedError, ErrorCode } from '../../api/errors';
 import { NotSentHeader } from '../../api/headers';
 import type { Attempt, AttemptHead, AttemptReport } from '../h1/attempt';
+import { H2_REFUSED_STREAM, type H2Stream, type H2StreamSink } from './connection';
+import { encodeFields } from './hpack';
 import type { H2Origin, H2Session } from './origin';
 
 /** Response header fields never relayed: HTTP/2 forbids the connection-specific ones anyway; framing is the front end's. */
@@ -73,23 +75,28 @@ export function h2ResponseHead(raw: readonly string[], fromAPIServer: boolean): 
   return new H2Head(status, headers, contentLength, contentType);
 }
 
-export class H2Attempt implements Attempt {
-  private stream: ClientHttp2Stream | null = null;
+export class H2Attempt implements Attempt, H2StreamSink {
+  private stream: H2Stream | null = null;
+  private session: H2Session | null = null;
   private fallback: Attempt | null = null;
   private done = false;
   private gotHead = false;
   readonly bodyTouched = false;
   sentAt = 0;
   headAt = 0;
+  /** The request's HEADERS block (hpack.ts encodeFields): refused fields throw here, in the constructor, before anything is sent. */
+  private readonly block: Buffer;
 
   constructor(
     private readonly report: AttemptReport,
     private readonly origin: H2Origin,
-    private readonly headers: Record<string, string | string[]>,
+    headers: Record<string, string | string[]>,
     private readonly fromAPIServer: boolean,
     /** The same request on HTTP/1.1, for an upstream that speaks no h2. */
     private readonly h1: () => Attempt,
-  ) {}
+  ) {
+    this.block = encodeFields(headers);
+  }
 
   start(): void {
     this.origin.acquire((s, err) => {
@@ -107,47 +114,54 @@ export class H2Attempt implements Attempt {
   }
 
   private open(s: H2Session): void {
-    let stream: ClientHttp2Stream;
     try {
-      stream = s.session.request(this.headers, { endStream: true });
+      this.stream = s.conn.request(this.block, this);
     } catch (e) {
-      // The session closed under us (a GOAWAY between acquire and request): nothing was sent.
+      // The connection closed under us (a GOAWAY between acquire and request): nothing was sent.
       s.usable = false;
       this.done = true;
       return this.report.upstreamFailed(e as Error, true, false);
     }
-    this.stream = stream;
+    this.session = s;
     s.streamOpened();
     this.sentAt = performance.now();
-    stream.on('response', (_h, _flags, raw: string[]) => {
-      if (this.done) return;
-      const head = h2ResponseHead(raw, this.fromAPIServer);
-      if (head.status < 200) return; // informational: not relayed
-      this.gotHead = true;
-      this.headAt = performance.now();
-      this.report.upstreamHead(head);
-    });
-    stream.on('data', (chunk: Buffer) => {
-      if (this.done) return;
-      if (!this.report.upstreamBody(chunk, true)) stream.pause();
-    });
-    stream.on('end', () => {
-      if (this.done) return;
-      this.done = true;
-      this.report.upstreamEnd();
-    });
-    stream.on('error', () => undefined); // 'close' reports it
-    stream.on('close', () => {
-      s.streamClosed();
-      if (this.done) return;
-      this.done = true;
-      // REFUSED_STREAM: the server did not process it (RFC 9113 §8.7), so it may go elsewhere.
-      const refused = stream.rstCode === constants.NGHTTP2_REFUSED_STREAM;
-      const why = `the upstream HTTP/2 stream closed (code ${stream.rstCode})`;
-      const err = refused ? codedError(ErrorCode.MVP_ERR_STREAM_REFUSED, why) : Object.assign(new Error(why), { code: 'ECONNRESET' });
-      this.report.upstreamFailed(err, refused && !this.gotHead, this.gotHead);
-    });
   }
+
+  // ---------------------------------------------------------------- H2StreamSink
+
+  head(fields: string[]): void {
+    if (this.done) return;
+    const head = h2ResponseHead(fields, this.fromAPIServer);
+    if (head.status < 200) return; // informational: not relayed
+    this.gotHead = true;
+    this.headAt = performance.now();
+    this.report.upstreamHead(head);
+  }
+
+  data(chunk: Buffer): boolean {
+    if (this.done) return true;
+    return this.report.upstreamBody(chunk, true);
+  }
+
+  end(): void {
+    this.session?.streamClosed();
+    if (this.done) return;
+    this.done = true;
+    this.report.upstreamEnd();
+  }
+
+  closed(code: number): void {
+    this.session?.streamClosed();
+    if (this.done) return;
+    this.done = true;
+    // REFUSED_STREAM: the server did not process it (RFC 9113 §8.7), so it may go elsewhere.
+    const refused = code === H2_REFUSED_STREAM;
+    const why = `the upstream HTTP/2 stream closed (code ${code})`;
+    const err = refused ? codedError(ErrorCode.MVP_ERR_STREAM_REFUSED, why) : Object.assign(new Error(why), { code: 'ECONNRESET' });
+    this.report.upstreamFailed(err, refused && !this.gotHead, this.gotHead);
+  }
+
+  // ----------------------------------------------------------------
 
   resume(): void {
     if (this.fallback !== null) return this.fallback.resume();
@@ -159,6 +173,9 @@ export class H2Attempt implements Attempt {
     if (this.done) return;
     this.done = true;
     const st = this.stream;
-    if (st !== null && !st.closed) st.close(constants.NGHTTP2_CANCEL);
+    if (st !== null && !st.done) {
+      st.cancel();
+      this.session?.streamClosed();
+    }
   }
 }

@@ -14,11 +14,11 @@
 // holds at most that much here before the apiserver stops sending it (attempt.ts pauses the
 // stream); the connection's window is large, so one slow stream never stalls the others.
 
-import http2, { type ClientHttp2Session } from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import { codedError, ErrorCode } from '../../api/errors';
 import type { TLSFiles } from '../tls-files';
+import { H2Connection } from './connection';
 
 /** Streams per session at most, whatever the server allows (Go's default is 250, kube-apiserver's configurable). */
 export const MAX_STREAMS_PER_SESSION = 250;
@@ -26,6 +26,8 @@ export const MAX_STREAMS_PER_SESSION = 250;
 export const STREAM_WINDOW_BYTES = 256 * 1024;
 /** The connection's receive window: room for many paused streams without stalling the rest. */
 export const SESSION_WINDOW_BYTES = 1 << 30;
+/** A response's header list at most this (RFC 7541 sizes; apiserver heads are < 1 KiB, warnings a few KiB). */
+export const MAX_HEADER_LIST_BYTES = 256 * 1024;
 /** A session with no stream closes after this. */
 const SESSION_IDLE_MS = 30_000;
 
@@ -49,7 +51,7 @@ export class H2Session {
   private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    readonly session: ClientHttp2Session,
+    readonly conn: H2Connection,
     private readonly origin: H2Origin,
   ) {}
 
@@ -77,14 +79,14 @@ export class H2Session {
   close(): void {
     this.usable = false;
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    if (!this.session.closed) this.session.close();
+    this.conn.close();
   }
 
   /** Ends the session at once, its streams with it (H2Origin.destroy). */
   destroy(): void {
     this.usable = false;
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
-    this.session.destroy();
+    this.conn.destroy();
   }
 }
 
@@ -171,44 +173,36 @@ export class H2Origin {
         return this.settle(null, null);
       }
       this.state = 'h2';
-      const session = http2.connect(`https://${o.authority}`, {
-        createConnection: () => socket,
-        settings: { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES },
-        // Header blocks of apiserver answers are small; what bounds a session's memory is the stream windows.
-        maxSessionMemory: 64,
-      });
-      const s = new H2Session(session, this);
-      session.on('error', () => undefined); // each stream hears its own failure
-      session.once('close', () => this.forget(s));
-      // The server's first SETTINGS within the connect timeout, or the session is given up.
-      const settingsTimer = setTimeout(() => session.destroy(), o.connectTimeoutMs);
-      session.once('remoteSettings', () => clearTimeout(settingsTimer));
-      session.once('close', () => clearTimeout(settingsTimer));
-      session.once('goaway', () => {
-        // No new streams on it; the open ones finish.
-        s.usable = false;
-      });
       let settled = false;
-      session.on('remoteSettings', (st) => {
-        // Absent, the limit is unbounded (RFC 9113 §6.5.2): MAX_STREAMS_PER_SESSION then.
-        s.max = Math.max(1, Math.min(st.maxConcurrentStreams ?? MAX_STREAMS_PER_SESSION, MAX_STREAMS_PER_SESSION));
-        if (settled) return;
-        // The session takes streams once the server said how many: handed out before, streams past
-        // its limit waited inside nghttp2 for ever (measured: 120 watches at once, limit 100).
-        settled = true;
-        session.setLocalWindowSize(SESSION_WINDOW_BYTES);
-        this.sessions.push(s);
-        this.opening = false;
-        // Hand the new session to as many waiters as it takes; the rest open the next one.
-        const waiting = this.waiting;
-        this.waiting = [];
-        for (const w of waiting) this.acquire(w);
+      // The server's first SETTINGS within the connect timeout, or the connection is given up.
+      const settingsTimer = setTimeout(() => s.conn.destroy(), o.connectTimeoutMs);
+      const conn = new H2Connection(socket, { streamWindow: STREAM_WINDOW_BYTES, connectionWindow: SESSION_WINDOW_BYTES, maxHeaderListBytes: MAX_HEADER_LIST_BYTES }, {
+        settings: (maxConcurrentStreams) => {
+          // Absent, the limit is unbounded (RFC 9113 §6.5.2): MAX_STREAMS_PER_SESSION then.
+          s.max = Math.max(1, Math.min(maxConcurrentStreams ?? MAX_STREAMS_PER_SESSION, MAX_STREAMS_PER_SESSION));
+          if (settled) return;
+          // The session takes streams once the server said how many: handed out before, streams past
+          // its limit waited inside nghttp2 for ever (measured: 120 watches at once, limit 100).
+          settled = true;
+          clearTimeout(settingsTimer);
+          this.sessions.push(s);
+          this.opening = false;
+          // Hand the new session to as many waiters as it takes; the rest open the next one.
+          const waiting = this.waiting;
+          this.waiting = [];
+          for (const w of waiting) this.acquire(w);
+        },
+        // No new streams on it; the open ones finish.
+        goaway: () => (s.usable = false),
+        close: () => {
+          clearTimeout(settingsTimer);
+          this.forget(s);
+          if (settled) return;
+          this.opening = false;
+          this.settle(null, Object.assign(new Error('the HTTP/2 session closed before its settings arrived'), { code: 'ECONNRESET' }));
+        },
       });
-      session.once('close', () => {
-        if (settled) return;
-        this.opening = false;
-        this.settle(null, Object.assign(new Error('the HTTP/2 session closed before its settings arrived'), { code: 'ECONNRESET' }));
-      });
+      const s = new H2Session(conn, this);
     });
   }
 
