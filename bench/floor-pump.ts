@@ -12,12 +12,17 @@
 // bodies (watches have none: forwarded without flow control), priorities, identity, routing, bounds.
 // npm run test:scale's `pumpfloor-local` / `pumpfloor-peer` cases run it (see bench/scale.ts).
 //
-//   node --import tsx bench/floor-pump.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY [verify]
+// Plain TypeScript Node 24 runs as is (type stripping), so it runs without tsx: its RSS is the
+// design's, not a compiler's.
+//
+//   node bench/floor-pump.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY [verify]
 //
 // `verify`: ask for and verify the client's certificate (the peer route's B, as mvproxy's peer listener).
 
-import { readFileSync } from 'node:fs';
-import tls from 'node:tls';
+import type { TLSSocket } from 'node:tls';
+// require, not import: the package is CommonJS and Node strips this file's types as is (no tsx).
+const { readFileSync } = require('node:fs') as typeof import('node:fs');
+const tls = require('node:tls') as typeof import('node:tls');
 
 interface HpackField {
   name: string;
@@ -127,11 +132,10 @@ abstract class Conn {
   private blockFlags = 0;
   private readonly decoder = hpack.decompressor.create({ table: { size: 4096 } });
   protected prefaceLeft: number;
+  readonly socket: TLSSocket;
 
-  constructor(
-    readonly socket: tls.TLSSocket,
-    prefaceLeft: number,
-  ) {
+  constructor(socket: TLSSocket, prefaceLeft: number) {
+    this.socket = socket;
     this.prefaceLeft = prefaceLeft;
     socket.on('data', (d: Buffer) => {
       this.read(d);
@@ -253,7 +257,7 @@ abstract class Conn {
 class ClientConn extends Conn {
   readonly links = new Map<number, Link>();
 
-  constructor(socket: tls.TLSSocket) {
+  constructor(socket: TLSSocket) {
     super(socket, PREFACE.length);
     // SETTINGS_MAX_CONCURRENT_STREAMS 250 (as mvproxy's front end).
     const s = Buffer.allocUnsafe(6);
@@ -300,7 +304,7 @@ class UpConn extends Conn {
   usable = true;
   private connConsumed = 0;
 
-  constructor(socket: tls.TLSSocket) {
+  constructor(socket: TLSSocket) {
     super(socket, 0);
     const s = Buffer.allocUnsafe(12);
     s.writeUInt16BE(2, 0); // ENABLE_PUSH 0

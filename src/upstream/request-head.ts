@@ -187,9 +187,17 @@ export function headCarriesIdentity(headers: readonly string[], o: Pick<RequestH
   return false;
 }
 
-/** requestHeaders2's sink: repeated fields as arrays (node:http2 sends each element as its own field, so every X-Remote-Group line stays one group). */
+/**
+ * requestHeaders2's sink: repeated fields as arrays (each element is written as its own field, so
+ * every X-Remote-Group line stays one group). The object has no prototype: a client's field named
+ * `constructor` or `__proto__` is a field like any other (with `{}` it met Object.prototype's and
+ * crashed the daemon: helper 6, 2026-12-06).
+ */
 class ObjectSink implements FieldSink {
-  constructor(readonly out: Record<string, string | string[]>) {}
+  readonly out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  constructor(first: Record<string, string>) {
+    for (const k of Object.keys(first)) this.out[k] = first[k]!;
+  }
   field(name: string, value: string): void {
     const prev = this.out[name];
     this.out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];

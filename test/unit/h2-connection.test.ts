@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type tls from 'node:tls';
-import { H2Connection, H2_COMPRESSION_ERROR, H2_FLOW_CONTROL_ERROR, H2_FRAME_SIZE_ERROR, H2_PROTOCOL_ERROR, H2_REFUSED_STREAM, type H2StreamSink } from '../../src/upstream/h2/connection';
+import { H2Connection, H2_COMPRESSION_ERROR, H2_ENHANCE_YOUR_CALM, H2_FLOW_CONTROL_ERROR, H2_FRAME_SIZE_ERROR, H2_PROTOCOL_ERROR, H2_REFUSED_STREAM, type H2StreamSink } from '../../src/upstream/h2/connection';
 import { encodeFields } from '../../src/upstream/h2/hpack';
 import { FRAME, FLAG, data, frame, headerBlock, headers, settings } from '../support/h2-flood';
 import { eventually } from '../support/poll';
@@ -71,20 +71,26 @@ test('a stream whose consumer pauses holds at most its window here while the ser
   const { conn } = await connect((server.address() as net.AddressInfo).port);
   const rec = new Recorder(1);
   const st = conn.request(GET('/watch'), rec);
-  await eventually(() => rec.heads.length === 1 && rec.bytes > 0, { timeoutMs: 2000, what: 'the head and a first chunk' });
-  await new Promise((r) => setTimeout(r, 300));
-  assert.equal(rec.bytes, 16 * 1024, 'after the pause nothing more was handed on');
-  assert.ok(sent < BODY, `the server waited for a window (sent ${sent} of ${BODY})`);
-  // The server could send at most one window before waiting for us (nghttp2 buffers its side).
-  assert.ok(st.window >= 0 && st.window <= WINDOW, `window ${st.window}`);
-  assert.deepEqual(rec.heads[0]!.slice(0, 2), [':status', '200']);
-  rec.pauseAt = Infinity;
-  st.resume();
-  await eventually(() => rec.ended, { timeoutMs: 5000, what: 'the whole body' });
-  assert.equal(rec.bytes, BODY);
-  assert.equal(rec.closedCode, -1);
-  conn.close();
-  server.close();
+  try {
+    await eventually(() => rec.heads.length === 1 && rec.bytes > 0, { timeoutMs: 2000, what: 'the head and a first chunk' });
+    // One read's frames for a stream are handed on as one chunk: the first may hold several.
+    const atPause = rec.bytes;
+    assert.equal(rec.chunks, 1);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(rec.bytes, atPause, 'after the pause nothing more was handed on');
+    assert.ok(sent < BODY, `the server waited for a window (sent ${sent} of ${BODY})`);
+    // The server could send at most one window before waiting for us (nghttp2 buffers its side).
+    assert.ok(st.window >= 0 && st.window <= WINDOW, `window ${st.window}`);
+    assert.deepEqual(rec.heads[0]!.slice(0, 2), [':status', '200']);
+    rec.pauseAt = Infinity;
+    st.resume();
+    await eventually(() => rec.ended, { timeoutMs: 5000, what: 'the whole body' });
+    assert.equal(rec.bytes, BODY);
+    assert.equal(rec.closedCode, -1);
+  } finally {
+    conn.destroy();
+    server.close();
+  }
 });
 
 /** A raw HTTP/2 server: reads the client's preface and HEADERS, answers with `answer(streamId)`'s frames. */
@@ -174,4 +180,72 @@ test('protocol breaches end the connection and every stream hears it: a frame ov
     conn.destroy();
     srv.close();
   }
+});
+
+test('a body longer or shorter than its Content-Length, or DATA on a 204, ends the stream (RFC 9113 §8.1.1): never relayed as if whole', async () => {
+  const head = (status: string, cl?: string) => headerBlock([[':status', status], ...(cl === undefined ? [] : [['content-length', cl] as [string, string]])]);
+  const cases: [string, (id: number) => Buffer][] = [
+    ['longer', (id) => Buffer.concat([headers(id, head('200', '5'), FLAG.END_HEADERS), data(id, Buffer.from('HELLOHTTP/1.1 200 OK\r\n\r\n'), FLAG.END_STREAM)])],
+    ['shorter', (id) => Buffer.concat([headers(id, head('200', '5'), FLAG.END_HEADERS), data(id, Buffer.from('HEL'), FLAG.END_STREAM)])],
+    ['DATA on a 204', (id) => Buffer.concat([headers(id, head('204'), FLAG.END_HEADERS), data(id, Buffer.from('x'), FLAG.END_STREAM)])],
+    ['two different lengths', (id) => headers(id, headerBlock([[':status', '200'], ['content-length', '1'], ['content-length', '2']]), FLAG.END_HEADERS)],
+  ];
+  for (const [what, answer] of cases) {
+    const srv = await rawServer(([id], sock) => sock.write(answer(id!)));
+    const { conn } = await connect(srv.port);
+    const rec = new Recorder();
+    conn.request(GET('/w'), rec);
+    await eventually(() => rec.closedCode !== -1, { timeoutMs: 2000, what: `${what}: the stream closed` });
+    assert.equal(rec.closedCode, H2_PROTOCOL_ERROR, what);
+    assert.equal(rec.ended, false, what);
+    assert.ok(rec.bytes <= 5, `${what}: ${rec.bytes} bytes handed on`);
+    conn.destroy();
+    srv.close();
+  }
+  // As long as declared: relayed and ended.
+  const ok = await rawServer(([id], sock) => sock.write(Buffer.concat([headers(id!, head('200', '5'), FLAG.END_HEADERS), data(id!, Buffer.from('HE')), data(id!, Buffer.from('LLO'), FLAG.END_STREAM)])));
+  const { conn } = await connect(ok.port);
+  const rec = new Recorder();
+  conn.request(GET('/w'), rec);
+  await eventually(() => rec.ended, { timeoutMs: 2000, what: 'the 5-byte body' });
+  assert.equal(rec.bytes, 5);
+  conn.destroy();
+  ok.close();
+});
+
+test("one read's DATA frames for a stream reach its owner as one chunk: a thousand 1-byte frames are not a thousand writes", async () => {
+  const srv = await rawServer(([id], sock) => sock.write(Buffer.concat([headers(id!, headerBlock([[':status', '200']]), FLAG.END_HEADERS), ...Array.from({ length: 1000 }, () => data(id!, Buffer.from('x')))])));
+  const { conn } = await connect(srv.port);
+  const rec = new Recorder();
+  conn.request(GET('/w'), rec);
+  await eventually(() => rec.bytes === 1000, { timeoutMs: 2000, what: 'the thousand bytes' });
+  assert.ok(rec.chunks <= 5, `${rec.chunks} chunks`);
+  conn.destroy();
+  srv.close();
+});
+
+test('floods from an upstream: empty CONTINUATIONs past the header bound, PINGs whose ACKs it never reads: the connection is cut', async () => {
+  const cont = await rawServer(([id], sock) => sock.write(Buffer.concat([headers(id!, headerBlock([[':status', '200']]), 0), ...Array.from({ length: 10_000 }, () => frame(FRAME.CONTINUATION, 0, id!))])));
+  let c = await connect(cont.port);
+  let rec = new Recorder();
+  c.conn.request(GET('/w'), rec);
+  await eventually(c.isClosed, { timeoutMs: 2000, what: 'CONTINUATION flood: the connection closed' });
+  assert.equal(rec.closedCode, H2_PROTOCOL_ERROR);
+  cont.close();
+  // 1,000,000 PINGs (17 MB of ACKs owed) to a client whose server never reads: more than the kernel's buffers hold.
+  const ping = await rawServer(([], sock) => {
+    sock.pause();
+    const batch = Buffer.concat(Array.from({ length: 10_000 }, () => frame(FRAME.PING, 0, 0, Buffer.alloc(8))));
+    let n = 0;
+    const more = () => {
+      while (n++ < 100 && !sock.destroyed) if (!sock.write(batch)) return void sock.once('drain', more);
+    };
+    more();
+  });
+  c = await connect(ping.port);
+  rec = new Recorder();
+  c.conn.request(GET('/w'), rec);
+  await eventually(c.isClosed, { timeoutMs: 10_000, what: 'PING flood: the connection closed' });
+  assert.equal(rec.closedCode, H2_ENHANCE_YOUR_CALM);
+  ping.close();
 });

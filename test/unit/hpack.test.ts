@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HpackDecoder, HpackError, encodeFields } from '../../src/upstream/h2/hpack';
-import { UnsafeFieldError } from '../../src/upstream/request-head';
+import { NO_BODY, UnsafeFieldError, requestHeaders2 } from '../../src/upstream/request-head';
+import { IdentityHeaderRules } from '../../src/upstream/headers';
 import { fuzzSeed, prng, seedLine } from '../support/fuzz-seed';
 
 interface Compressor {
@@ -73,6 +74,7 @@ test('malformed blocks are errors: index 0, an index past the table, EOS or bad 
     ['ff', 'an integer cut short'],
     ['ffffffffff7f', 'an integer above 2^28'],
     ['000561', 'a string longer than the block'],
+    ['ff' + '80'.repeat(30) + '00', 'an integer of zero continuation bytes without end (it was NaN)'],
   ];
   for (const [hex, what] of cases) assert.throws(() => new HpackDecoder().decode(Buffer.from(hex, 'hex'), 1 << 16), HpackError, what);
   const big = encodeFields({ 'x-a': 'v'.repeat(1000) });
@@ -86,4 +88,14 @@ test('the encoder writes the fields lowercase, as literals the decoder reads bac
   for (const bad of [{ 'x-a': 'v\r\nx-remote-user: admin' } as Record<string, string>, { 'x-a': 'v\u010a' }, { 'x-a': 'v\u0000' }, { 'x a': 'v' }, { 'x-\u00e9': 'v' }, { ':pa th': '/' }]) {
     assert.throws(() => encodeFields(bad), UnsafeFieldError, JSON.stringify(bad));
   }
+});
+
+test("a client's fields named constructor, __proto__ or toString are fields like any other: encoded as sent, nothing crashes (helper 6: one such header killed the daemon)", () => {
+  const o = { host: '127.0.0.1:6443', remoteAddress: '10.0.0.1', rules: new IdentityHeaderRules(), trustIdentityHeaders: false, identity: undefined, peerHop: false, bodyLength: NO_BODY };
+  const fields = requestHeaders2('GET', '/api/v1/pods?watch=1', ['constructor', 'x', '__proto__', 'y', 'tostring', 'z', 'constructor', 'w'], o);
+  const got = new HpackDecoder().decode(encodeFields(fields), 1 << 16);
+  const pairs: string[] = [];
+  for (let i = 0; i < got.length; i += 2) if (!got[i]!.startsWith(':') && got[i] !== 'x-forwarded-for') pairs.push(`${got[i]}=${got[i + 1]}`);
+  assert.deepEqual(pairs, ['constructor=x', 'constructor=w', '__proto__=y', 'tostring=z']);
+  assert.throws(() => encodeFields({ 'x-a': 5 } as never), UnsafeFieldError, 'a value that is not a string');
 });

@@ -86,6 +86,7 @@ export class H2Attempt implements Attempt, H2StreamSink {
   headAt = 0;
   /** The request's HEADERS block (hpack.ts encodeFields): refused fields throw here, in the constructor, before anything is sent. */
   private readonly block: Buffer;
+  private readonly isHead: boolean;
 
   constructor(
     private readonly report: AttemptReport,
@@ -96,6 +97,7 @@ export class H2Attempt implements Attempt, H2StreamSink {
     private readonly h1: () => Attempt,
   ) {
     this.block = encodeFields(headers);
+    this.isHead = headers[':method'] === 'HEAD';
   }
 
   start(): void {
@@ -115,7 +117,7 @@ export class H2Attempt implements Attempt, H2StreamSink {
 
   private open(s: H2Session): void {
     try {
-      this.stream = s.conn.request(this.block, this);
+      this.stream = s.conn.request(this.block, this, this.isHead);
     } catch (e) {
       // The connection closed under us (a GOAWAY between acquire and request): nothing was sent.
       s.usable = false;

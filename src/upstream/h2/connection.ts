@@ -24,7 +24,11 @@ import { HpackDecoder, HpackError } from './hpack';
 const DATA = 0x0, HEADERS = 0x1, RST_STREAM = 0x3, SETTINGS = 0x4, PUSH_PROMISE = 0x5, PING = 0x6, GOAWAY = 0x7, WINDOW_UPDATE = 0x8, CONTINUATION = 0x9;
 const END_STREAM = 0x1, ACK = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIORITY_FLAG = 0x20;
 const SETTINGS_ENABLE_PUSH = 0x2, SETTINGS_MAX_CONCURRENT_STREAMS = 0x3, SETTINGS_INITIAL_WINDOW_SIZE = 0x4, SETTINGS_MAX_FRAME_SIZE = 0x5, SETTINGS_MAX_HEADER_LIST_SIZE = 0x6;
-export const H2_NO_ERROR = 0x0, H2_PROTOCOL_ERROR = 0x1, H2_INTERNAL_ERROR = 0x2, H2_FLOW_CONTROL_ERROR = 0x3, H2_FRAME_SIZE_ERROR = 0x6, H2_REFUSED_STREAM = 0x7, H2_CANCEL = 0x8, H2_COMPRESSION_ERROR = 0x9;
+export const H2_NO_ERROR = 0x0, H2_PROTOCOL_ERROR = 0x1, H2_INTERNAL_ERROR = 0x2, H2_FLOW_CONTROL_ERROR = 0x3, H2_STREAM_CLOSED = 0x5, H2_FRAME_SIZE_ERROR = 0x6, H2_REFUSED_STREAM = 0x7, H2_CANCEL = 0x8, H2_COMPRESSION_ERROR = 0x9, H2_ENHANCE_YOUR_CALM = 0xb;
+/** Our own frames (ACKs, window updates) the upstream has not read, at most: past it the connection is cut (a PING or SETTINGS flood from a server that never reads). */
+const MAX_UNREAD_OUTPUT = 1024 * 1024;
+/** What a header block's frames are charged beyond their payload: an empty CONTINUATION is not free. */
+const FRAME_CHARGE = 9;
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 /** The largest frame we accept: SETTINGS_MAX_FRAME_SIZE is left at its default. */
 const MAX_FRAME = 16_384;
@@ -52,14 +56,24 @@ export interface H2StreamSink {
 
 export class H2Stream {
   private paused = false;
+  /** What arrived while paused: large payloads as views, small ones merged into `tail` (so 1-byte frames cannot cost an object each). */
   private queued: Buffer[] | null = null;
+  private tail: Buffer | null = null;
+  private tailBytes = 0;
   private endPending = false;
+  /** Payloads of the current read, handed on together at its end (connection.ts read): one write per stream per read. */
+  batch: Buffer[] | null = null;
+  batchFlow = 0;
+  batchEnd = false;
   /** Bytes the consumer took since the last WINDOW_UPDATE for this stream. */
   unacked = 0;
   /** What the server may still send on this stream before we grant more. */
   window: number;
   /** The final head arrived (DATA before it is a protocol error). */
   gotHead = false;
+  /** The body's length the head declared (0 for HEAD, 204, 304), or -1; DATA must match it (RFC 9113 §8.1.1). */
+  expected = -1;
+  received = 0;
   done = false;
 
   constructor(
@@ -67,14 +81,16 @@ export class H2Stream {
     readonly sink: H2StreamSink,
     private readonly conn: H2Connection,
     window: number,
+    /** The request was a HEAD: no body follows whatever the head says. */
+    readonly head: boolean,
   ) {
     this.window = window;
   }
 
-  /** Called by the connection with each DATA payload. */
+  /** One read's payloads for this stream (and its end, if it came): to the consumer, or queued while it is paused. */
   deliver(chunk: Buffer, flowLength: number, end: boolean): void {
     if (this.paused) {
-      if (chunk.length > 0) (this.queued ??= []).push(chunk);
+      if (chunk.length > 0) this.enqueue(chunk);
       this.unacked += flowLength - chunk.length; // padding is consumed at once
       if (end) this.endPending = true;
       return;
@@ -89,10 +105,32 @@ export class H2Stream {
     if (!this.paused) this.conn.grant(this, false);
   }
 
+  private enqueue(chunk: Buffer): void {
+    if (chunk.length >= SMALL_PAYLOAD) {
+      this.closeTail();
+      (this.queued ??= []).push(chunk);
+      return;
+    }
+    if (this.tail === null || this.tailBytes + chunk.length > this.tail.length) {
+      this.closeTail();
+      this.tail = Buffer.allocUnsafe(Math.max(SMALL_PAYLOAD * 4, chunk.length));
+    }
+    chunk.copy(this.tail, this.tailBytes);
+    this.tailBytes += chunk.length;
+  }
+
+  private closeTail(): void {
+    if (this.tail === null) return;
+    (this.queued ??= []).push(this.tail.subarray(0, this.tailBytes));
+    this.tail = null;
+    this.tailBytes = 0;
+  }
+
   /** The consumer caught up: what arrived meanwhile goes to it, then the window opens again. */
   resume(): void {
     if (!this.paused || this.done) return;
     this.paused = false;
+    this.closeTail();
     const q = this.queued;
     this.queued = null;
     if (q !== null) {
@@ -117,6 +155,9 @@ export class H2Stream {
   }
 }
 
+/** Payloads under this are merged while a stream is paused (a view each would cost more than its bytes). */
+const SMALL_PAYLOAD = 4096;
+
 export interface H2ConnectionEvents {
   /** Every SETTINGS from the server (the first one: the connection may take streams). */
   settings(maxConcurrentStreams: number | undefined): void;
@@ -140,6 +181,9 @@ export class H2Connection {
   private connUnacked = 0;
   private connWindow: number;
   private peerMaxFrame = MAX_FRAME;
+  /** Inside read(): DATA payloads are batched per stream until its end. */
+  private reading = false;
+  private batched: H2Stream[] = [];
   private goneAway = false;
   private ended = false;
 
@@ -175,11 +219,11 @@ export class H2Connection {
   }
 
   /** Opens a stream: HEADERS with END_STREAM carrying `block` (hpack.ts encodeFields). Throws (nothing written) when the connection takes no streams. */
-  request(block: Buffer, sink: H2StreamSink): H2Stream {
+  request(block: Buffer, sink: H2StreamSink, head = false): H2Stream {
     if (this.ended || this.goneAway) throw Object.assign(new Error('the HTTP/2 connection takes no new streams'), { code: 'ERR_HTTP2_GOAWAY_SESSION' });
     const id = this.nextId;
     this.nextId += 2;
-    const st = new H2Stream(id, sink, this, this.o.streamWindow);
+    const st = new H2Stream(id, sink, this, this.o.streamWindow, head);
     this.streams.set(id, st);
     // One HEADERS, or HEADERS and CONTINUATIONs when the block is larger than the server's frame size.
     const max = this.peerMaxFrame;
@@ -277,9 +321,13 @@ export class H2Connection {
       this.pending = null;
     }
     let i = 0;
+    this.reading = true;
     while (!this.ended && b.length - i >= 9) {
       const len = (b[i]! << 16) | (b[i + 1]! << 8) | b[i + 2]!;
-      if (len > MAX_FRAME) return this.fail(H2_FRAME_SIZE_ERROR);
+      if (len > MAX_FRAME) {
+        this.fail(H2_FRAME_SIZE_ERROR);
+        break;
+      }
       if (b.length - i < 9 + len) break;
       const type = b[i + 3]!;
       const flags = b[i + 4]!;
@@ -288,8 +336,32 @@ export class H2Connection {
       i += 9 + len;
       this.onFrame(type, flags, id, p);
     }
+    this.reading = false;
+    this.handOn();
     if (!this.ended && i < b.length) this.pending = b.subarray(i);
     this.flush();
+    // An upstream that sends PINGs or SETTINGS and never reads their ACKs: cut off, as nghttp2 does.
+    if (!this.ended && this.socket.writableLength > MAX_UNREAD_OUTPUT) this.fail(H2_ENHANCE_YOUR_CALM);
+  }
+
+  /** Each stream's payloads of this read, handed on as one chunk (one copy when there were several). */
+  private handOn(): void {
+    const streams = this.batched;
+    if (streams.length === 0) return;
+    this.batched = [];
+    for (const st of streams) this.handOnStream(st);
+  }
+
+  private handOnStream(st: H2Stream): void {
+    const parts = st.batch;
+    if (parts === null) return;
+    st.batch = null;
+    const flow = st.batchFlow;
+    const end = st.batchEnd;
+    st.batchFlow = 0;
+    st.batchEnd = false;
+    if (st.done) return;
+    st.deliver(parts.length === 0 ? EMPTY : parts.length === 1 ? parts[0]! : Buffer.concat(parts), flow, end);
   }
 
   /** A connection error (RFC 9113 §5.4.1): GOAWAY with the code, then the socket ends; every stream is closed with it. */
@@ -317,21 +389,23 @@ export class H2Connection {
         this.blockId = id;
         this.blockFlags = flags;
         this.block = [p.subarray(s, e)];
-        this.blockBytes = e - s;
+        this.blockBytes = FRAME_CHARGE + e - s;
         if (flags & END_HEADERS) return this.endBlock();
         return this.checkBlockSize();
       }
       case CONTINUATION:
         if (this.block === null || id !== this.blockId) return this.fail(H2_PROTOCOL_ERROR);
         this.block.push(p);
-        this.blockBytes += p.length;
+        this.blockBytes += FRAME_CHARGE + p.length;
         if (flags & END_HEADERS) return this.endBlock();
         return this.checkBlockSize();
       case RST_STREAM: {
         if (p.length !== 4) return this.fail(H2_FRAME_SIZE_ERROR);
         if (id === 0) return this.fail(H2_PROTOCOL_ERROR);
         const st = this.streams.get(id);
-        if (st !== undefined) this.finish(st, false, p.readUInt32BE(0));
+        if (st === undefined) return;
+        this.handOnStream(st);
+        if (!st.done) this.finish(st, false, p.readUInt32BE(0));
         return;
       }
       case SETTINGS:
@@ -399,8 +473,9 @@ export class H2Connection {
     }
     const st = this.streams.get(id);
     if (st === undefined) return; // a stream we cancelled or finished: its bytes in flight are dropped
+    if (st.batchEnd) return this.malformed(st, H2_STREAM_CLOSED); // DATA after END_STREAM in the same read
     st.window -= flowLength;
-    if (st.window < 0 || !st.gotHead) return this.reset(st, st.window < 0 ? H2_FLOW_CONTROL_ERROR : H2_PROTOCOL_ERROR, true);
+    if (st.window < 0 || !st.gotHead) return this.malformed(st, st.window < 0 ? H2_FLOW_CONTROL_ERROR : H2_PROTOCOL_ERROR);
     let s = 0;
     let e = p.length;
     if (flags & PADDED) {
@@ -408,7 +483,27 @@ export class H2Connection {
       e -= p[0]!;
       s = 1;
     }
-    st.deliver(s === 0 && e === p.length ? p : p.subarray(s, e), flowLength, (flags & END_STREAM) !== 0);
+    const end = (flags & END_STREAM) !== 0;
+    // The body must be as long as the head said (RFC 9113 §8.1.1): more or less is a malformed answer,
+    // never relayed as if whole (a longer one would frame bytes of the upstream's choosing as the
+    // client's next answer).
+    st.received += e - s;
+    if (st.expected >= 0 && (st.received > st.expected || (end && st.received !== st.expected))) return this.malformed(st, H2_PROTOCOL_ERROR);
+    const payload = s === 0 && e === p.length ? p : p.subarray(s, e);
+    if (!this.reading) return st.deliver(payload, flowLength, end);
+    if (st.batch === null) {
+      st.batch = [];
+      this.batched.push(st);
+    }
+    if (payload.length > 0) st.batch.push(payload);
+    st.batchFlow += flowLength;
+    if (end) st.batchEnd = true;
+  }
+
+  /** A stream error: RST_STREAM, the owner told; what this read brought for the stream is dropped (its answer is cut either way). */
+  private malformed(st: H2Stream, code: number): void {
+    st.batch = null;
+    this.reset(st, code, true);
   }
 
   private endBlock(): void {
@@ -426,10 +521,14 @@ export class H2Connection {
     const st = this.streams.get(this.blockId);
     if (st === undefined) return;
     const end = (this.blockFlags & END_STREAM) !== 0;
+    if (st.batchEnd) return this.malformed(st, H2_STREAM_CLOSED); // HEADERS after END_STREAM in the same read
     if (st.gotHead) {
-      // Trailers: not relayed (the front ends frame bodies themselves); they must end the stream.
-      if (!end) return this.reset(st, H2_PROTOCOL_ERROR, true);
-      return st.deliver(EMPTY, 0, true);
+      // Trailers: not relayed (the front ends frame bodies themselves); they must end the stream,
+      // and the body must have been as long as the head said.
+      if (!end || (st.expected >= 0 && st.received !== st.expected)) return this.malformed(st, H2_PROTOCOL_ERROR);
+      this.handOnStream(st);
+      if (!st.done) st.deliver(EMPTY, 0, true);
+      return;
     }
     const status = responseStatus(fields);
     if (status < 0) return this.reset(st, H2_PROTOCOL_ERROR, true);
@@ -437,6 +536,11 @@ export class H2Connection {
       if (end) return this.reset(st, H2_PROTOCOL_ERROR, true);
       return st.sink.head(fields); // informational: the owner ignores it
     }
+    const length = contentLength(fields);
+    if (length === -2) return this.reset(st, H2_PROTOCOL_ERROR, true);
+    // No body after a HEAD, a 204 or a 304, whatever Content-Length says (RFC 9110 §6.4.1).
+    st.expected = st.head || status === 204 || status === 304 ? 0 : length;
+    if (end && st.expected > 0) return this.reset(st, H2_PROTOCOL_ERROR, true);
     st.gotHead = true;
     st.sink.head(fields);
     if (end && !st.done) st.deliver(EMPTY, 0, true);
@@ -478,6 +582,20 @@ export function responseStatus(fields: string[]): number {
     if (!isToken(name) || name !== name.toLowerCase() || !validHeaderFieldValue(value)) return -1;
   }
   return status;
+}
+
+/** The Content-Length the fields declare: -1 when none, -2 when malformed or when values differ. */
+export function contentLength(fields: string[]): number {
+  let n = -1;
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] !== 'content-length') continue;
+    const v = fields[i + 1]!;
+    if (!/^\d{1,15}$/.test(v)) return -2;
+    const x = Number(v);
+    if (n >= 0 && x !== n) return -2;
+    n = x;
+  }
+  return n;
 }
 
 function frame(type: number, flags: number, id: number, payload?: Buffer): Buffer {

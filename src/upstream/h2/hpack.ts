@@ -92,7 +92,8 @@ class Cursor {
       const c = b[this.pos++]!;
       n += (c & 0x7f) * 2 ** shift;
       shift += 7;
-      if (n > 2 ** 28) throw new HpackError('integer too large');
+      // Zero continuation bytes add nothing, so the shift is bounded too (a run of them gave NaN).
+      if (n > 2 ** 28 || shift > 28) throw new HpackError('integer too large');
       if ((c & 0x80) === 0) return n;
     }
   }
@@ -209,10 +210,12 @@ export function encodeFields(fields: Record<string, string | string[]>): Buffer 
     pushInt(out, 0, 7, value.length);
     for (let i = 0; i < value.length; i++) out.push(value.charCodeAt(i) & 0xff);
   };
-  for (const name in fields) {
-    const v = fields[name]!;
+  // Own keys only, and only strings: nothing an object's prototype carries is ever a field.
+  for (const name of Object.keys(fields)) {
+    const v = fields[name];
     if (typeof v === 'string') one(name, v);
-    else for (const x of v) one(name, x);
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) one(name, x);
+    else throw new UnsafeFieldError('value', `${name}: not a string`);
   }
   return Buffer.from(out);
 }
