@@ -481,7 +481,8 @@ class UwsExchange implements Exchange {
       if (isRefusal(u)) this.identityRefusal = certificateRefusal(u, headers);
       else if (u !== null) this.identity = u;
     }
-    this.res = new UwsResponse(res, state, jsonStreamLead);
+    // A HEAD answer has no body, so no lead byte either (it went out as a chunk after a HEAD's head: helper 7).
+    this.res = new UwsResponse(res, state, jsonStreamLead && this.method !== 'HEAD');
     if (closeAsked) this.res.closeAfter = true;
     res.onAborted(() => {
       this.res.aborted = true;

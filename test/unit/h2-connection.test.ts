@@ -249,3 +249,25 @@ test('floods from an upstream: empty CONTINUATIONs past the header bound, PINGs 
   assert.equal(rec.closedCode, H2_ENHANCE_YOUR_CALM);
   ping.close();
 });
+
+test('an answer ended while its consumer is paused is kept whole: the connection closing (or a RST after the end) does not cut what the consumer has not taken', async () => {
+  for (const after of ['close', 'rst'] as const) {
+    const srv = await rawServer(([id], sock) => {
+      sock.write(Buffer.concat([headers(id!, headerBlock([[':status', '200']]), FLAG.END_HEADERS), data(id!, Buffer.alloc(1000, 0x61)), data(id!, Buffer.alloc(500, 0x62), FLAG.END_STREAM)]));
+      setTimeout(() => (after === 'close' ? sock.destroy() : sock.write(frame(FRAME.RST_STREAM, 0, id!, Buffer.from([0, 0, 0, 0])))), 100);
+    });
+    const { conn, isClosed } = await connect(srv.port);
+    const rec = new Recorder(1);
+    const st = conn.request(GET('/w'), rec);
+    await eventually(() => rec.bytes > 0, { timeoutMs: 2000, what: 'the first bytes' });
+    if (after === 'close') await eventually(isClosed, { timeoutMs: 2000, what: 'the connection closed' });
+    else await new Promise((r) => setTimeout(r, 300));
+    assert.equal(rec.closedCode, -1, after);
+    rec.pauseAt = Infinity;
+    st.resume();
+    assert.equal(rec.bytes, 1500, after);
+    assert.equal(rec.ended, true, after);
+    conn.destroy();
+    srv.close();
+  }
+});

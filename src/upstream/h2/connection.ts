@@ -56,7 +56,7 @@ export interface H2StreamSink {
 
 export class H2Stream {
   private paused = false;
-  /** What arrived while paused: large payloads as views, small ones merged into `tail` (so 1-byte frames cannot cost an object each). */
+  /** What arrived while paused, copied into owned pieces (`tail` the one being filled): 1-byte frames cannot cost an object each. */
   private queued: Buffer[] | null = null;
   private tail: Buffer | null = null;
   private tailBytes = 0;
@@ -71,6 +71,8 @@ export class H2Stream {
   window: number;
   /** The final head arrived (DATA before it is a protocol error). */
   gotHead = false;
+  /** END_STREAM came: the stream is out of the connection's table (later frames for its id are a closed stream's), only its queue is left to hand on. */
+  remoteEnded = false;
   /** The body's length the head declared (0 for HEAD, 204, 304), or -1; DATA must match it (RFC 9113 §8.1.1). */
   expected = -1;
   received = 0;
@@ -105,15 +107,11 @@ export class H2Stream {
     if (!this.paused) this.conn.grant(this, false);
   }
 
+  /** Copied, never kept as a view: a view of a few bytes would keep its whole read alive (a 16 KiB record for a 4 KiB payload: helper 7). */
   private enqueue(chunk: Buffer): void {
-    if (chunk.length >= SMALL_PAYLOAD) {
-      this.closeTail();
-      (this.queued ??= []).push(chunk);
-      return;
-    }
     if (this.tail === null || this.tailBytes + chunk.length > this.tail.length) {
       this.closeTail();
-      this.tail = Buffer.allocUnsafe(Math.max(SMALL_PAYLOAD * 4, chunk.length));
+      this.tail = Buffer.allocUnsafe(Math.max(QUEUE_PIECE, chunk.length));
     }
     chunk.copy(this.tail, this.tailBytes);
     this.tailBytes += chunk.length;
@@ -155,8 +153,8 @@ export class H2Stream {
   }
 }
 
-/** Payloads under this are merged while a stream is paused (a view each would cost more than its bytes). */
-const SMALL_PAYLOAD = 4096;
+/** While a stream is paused what arrives is copied into pieces of this size (at most a window's worth in all). */
+const QUEUE_PIECE = 16 * 1024;
 
 export interface H2ConnectionEvents {
   /** Every SETTINGS from the server (the first one: the connection may take streams). */
@@ -280,8 +278,11 @@ export class H2Connection {
   /** RST_STREAM(code) to the server; the sink hears `closed` unless it asked for it (cancel). */
   reset(st: H2Stream, code: number, tell: boolean): void {
     if (st.done) return;
-    this.queue(frame(RST_STREAM, 0, st.id, u32(code)));
-    this.flushSoon();
+    // A stream the server ended is closed at both ends: nothing to reset there.
+    if (!st.remoteEnded) {
+      this.queue(frame(RST_STREAM, 0, st.id, u32(code)));
+      this.flushSoon();
+    }
     if (tell) this.finish(st, false, code);
     else {
       st.done = true;
@@ -497,7 +498,20 @@ export class H2Connection {
     }
     if (payload.length > 0) st.batch.push(payload);
     st.batchFlow += flowLength;
-    if (end) st.batchEnd = true;
+    if (end) {
+      st.batchEnd = true;
+      this.remoteEnd(st);
+    }
+  }
+
+  /**
+   * END_STREAM arrived: the answer is complete. The stream leaves the table at once, so a later
+   * RST_STREAM, DATA or HEADERS for its id, or the connection closing, cannot cut what a paused
+   * consumer has not taken yet (helper 7: a slow watcher lost its last events when the server closed).
+   */
+  private remoteEnd(st: H2Stream): void {
+    st.remoteEnded = true;
+    this.streams.delete(st.id);
   }
 
   /** A stream error: RST_STREAM, the owner told; what this read brought for the stream is dropped (its answer is cut either way). */
@@ -526,6 +540,7 @@ export class H2Connection {
       // Trailers: not relayed (the front ends frame bodies themselves); they must end the stream,
       // and the body must have been as long as the head said.
       if (!end || (st.expected >= 0 && st.received !== st.expected)) return this.malformed(st, H2_PROTOCOL_ERROR);
+      this.remoteEnd(st);
       this.handOnStream(st);
       if (!st.done) st.deliver(EMPTY, 0, true);
       return;
@@ -542,6 +557,7 @@ export class H2Connection {
     st.expected = st.head || status === 204 || status === 304 ? 0 : length;
     if (end && st.expected > 0) return this.reset(st, H2_PROTOCOL_ERROR, true);
     st.gotHead = true;
+    if (end) this.remoteEnd(st);
     st.sink.head(fields);
     if (end && !st.done) st.deliver(EMPTY, 0, true);
   }
