@@ -271,3 +271,36 @@ test('an answer ended while its consumer is paused is kept whole: the connection
     srv.close();
   }
 });
+
+test('frames cut anywhere by the reads (pieces of 1 to 20 bytes) arrive whole and in order', async () => {
+  const body = Buffer.from(Array.from({ length: 60 }, (_, i) => `{"n":${i},"pad":"${'x'.repeat(i * 7)}"}\n`).join(''));
+  const srv = await rawServer(([id], sock) => {
+    sock.setNoDelay(true);
+    const frames: Buffer[] = [headers(id!, headerBlock([[':status', '200']]), FLAG.END_HEADERS)];
+    for (let at = 0; at < body.length; ) {
+      const n = 1 + ((at * 7919) % 700);
+      frames.push(data(id!, body.subarray(at, at + n), at + n >= body.length ? FLAG.END_STREAM : 0));
+      at += n;
+    }
+    const all = Buffer.concat(frames);
+    let at = 0;
+    const next = () => {
+      if (at >= all.length || sock.destroyed) return;
+      const n = 1 + (at % 20);
+      sock.write(all.subarray(at, at + n));
+      at += n;
+      setTimeout(next, 1);
+    };
+    next();
+  });
+  const { conn } = await connect(srv.port);
+  const got: Buffer[] = [];
+  const rec = new Recorder();
+  const data0 = rec.data.bind(rec);
+  rec.data = (c: Buffer) => (got.push(Buffer.from(c)), data0(c));
+  conn.request(GET('/w'), rec);
+  await eventually(() => rec.ended, { timeoutMs: 20_000, what: 'the whole answer' });
+  assert.ok(Buffer.concat(got).equals(body));
+  conn.destroy();
+  srv.close();
+});

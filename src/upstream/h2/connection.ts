@@ -317,12 +317,42 @@ export class H2Connection {
 
   private read(d: Buffer): void {
     let b = d;
-    if (this.pending !== null) {
-      b = Buffer.concat([this.pending, d]);
-      this.pending = null;
-    }
     let i = 0;
     this.reading = true;
+    if (this.pending !== null) {
+      // A frame cut by the last read: only its missing bytes are copied to it (at most one frame,
+      // 16 KiB), then this read is parsed in place. Joining the whole read to it copied every byte
+      // of most reads once more (a TLS record rarely ends on a frame boundary): GC 9 % of busy time.
+      const head = this.pending;
+      const needHead = Math.max(0, 9 - head.length);
+      const len = head.length >= 9 ? (head[0]! << 16) | (head[1]! << 8) | head[2]! : d.length >= needHead ? Buffer.concat([head, d.subarray(0, needHead)]).readUIntBE(0, 3) : -1;
+      const missing = len < 0 ? Infinity : 9 + len - head.length;
+      if (len > MAX_FRAME) {
+        this.reading = false;
+        return this.fail(H2_FRAME_SIZE_ERROR);
+      }
+      if (d.length < missing) {
+        this.pending = Buffer.concat([head, d]);
+        this.reading = false;
+        return;
+      }
+      this.pending = null;
+      b = Buffer.concat([head, d.subarray(0, missing)]);
+      this.frames(b, 0);
+      b = d;
+      i = missing;
+    }
+    i = this.frames(b, i);
+    this.reading = false;
+    this.handOn();
+    if (!this.ended && i < b.length) this.pending = b.subarray(i);
+    this.flush();
+    // An upstream that sends PINGs or SETTINGS and never reads their ACKs: cut off, as nghttp2 does.
+    if (!this.ended && this.socket.writableLength > MAX_UNREAD_OUTPUT) this.fail(H2_ENHANCE_YOUR_CALM);
+  }
+
+  /** Parses the whole frames of `b` from `i`; returns where the first incomplete one starts. */
+  private frames(b: Buffer, i: number): number {
     while (!this.ended && b.length - i >= 9) {
       const len = (b[i]! << 16) | (b[i + 1]! << 8) | b[i + 2]!;
       if (len > MAX_FRAME) {
@@ -337,12 +367,7 @@ export class H2Connection {
       i += 9 + len;
       this.onFrame(type, flags, id, p);
     }
-    this.reading = false;
-    this.handOn();
-    if (!this.ended && i < b.length) this.pending = b.subarray(i);
-    this.flush();
-    // An upstream that sends PINGs or SETTINGS and never reads their ACKs: cut off, as nghttp2 does.
-    if (!this.ended && this.socket.writableLength > MAX_UNREAD_OUTPUT) this.fail(H2_ENHANCE_YOUR_CALM);
+    return i;
   }
 
   /** Each stream's payloads of this read, handed on as one chunk (one copy when there were several). */
