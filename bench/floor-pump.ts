@@ -3,7 +3,7 @@
 // over TLS with the admin's client certificate behind; no node:http2 anywhere. Frames are read off
 // each socket's 'data' chunks; a DATA frame's payload is a view of that chunk, written to the other
 // socket behind a new 9-byte header with the stream id swapped (no per-stream Readable, no copy);
-// HPACK only for HEADERS (decoded with hpack.js, re-encoded as literals without indexing); window
+// HPACK only for HEADERS (decoded and re-encoded, as literals never indexed, with hpack.js); window
 // updates to the upstream batched per read; each socket's frames of one turn leave in one corked
 // write (one TLS record). The stream tables are Maps from stream id to a two-ended link.
 //
@@ -34,7 +34,12 @@ interface Decompressor {
   read(): HpackField | null;
 }
 // hpack.js (indutny's, as the spdy module uses) has no types; CommonJS.
-const hpack = require('hpack.js') as { decompressor: { create(o: { table: { size: number } }): Decompressor } };
+interface Compressor {
+  write(fields: { name: string; value: string; huffman: boolean; neverIndex: boolean }[]): void;
+  read(): Buffer | null;
+}
+const hpack = require('hpack.js') as { decompressor: { create(o: { table: { size: number } }): Decompressor }; compressor: { create(o: { table: { maxSize: number } }): Compressor } };
+const encoder = hpack.compressor.create({ table: { maxSize: 4096 } });
 
 const [port, upstream, caFile, certFile, keyFile, servingCert, servingKey, mode] = process.argv.slice(2);
 if (!servingKey) {
@@ -76,32 +81,12 @@ function u32(n: number): Buffer {
   return b;
 }
 
-/** HPACK integer with an N-bit prefix (RFC 7541 §5.1). */
-function hpackInt(out: number[], first: number, prefixBits: number, n: number): void {
-  const max = (1 << prefixBits) - 1;
-  if (n < max) return void out.push(first | n);
-  out.push(first | max);
-  n -= max;
-  while (n >= 128) {
-    out.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  out.push(n);
-}
-
-/** Fields as literals without indexing, new names, no Huffman (RFC 7541 §6.2.2): no table state to keep. */
+/** The fields but the hop-by-hop ones, as literals never indexed, no Huffman (hpack.js's encoder): no table state, so one encoder serves every connection. */
 function encode(fields: HpackField[]): Buffer {
-  const out: number[] = [];
-  for (const f of fields) {
-    const name = Buffer.from(f.name, 'latin1');
-    const value = Buffer.from(f.value, 'latin1');
-    out.push(0);
-    hpackInt(out, 0, 7, name.length);
-    for (const c of name) out.push(c);
-    hpackInt(out, 0, 7, value.length);
-    for (const c of value) out.push(c);
-  }
-  return Buffer.from(out);
+  encoder.write(fields.filter((f) => !HOP.has(f.name)).map((f) => ({ name: f.name, value: f.value, huffman: false, neverIndex: true })));
+  const parts: Buffer[] = [];
+  for (let b = encoder.read(); b !== null; b = encoder.read()) parts.push(b);
+  return Buffer.concat(parts);
 }
 
 /** A socket's frames of one turn, written at once (corked: one TLS record for many frames). */
@@ -268,8 +253,7 @@ class ClientConn extends Conn {
   }
 
   protected onHeaders(sid: number, flags: number, fields: HpackField[]): void {
-    const keep = fields.filter((f) => !HOP.has(f.name));
-    const link: Link = { client: this, csid: sid, up: null, usid: 0, consumed: 0, head: encode(keep), endStream: (flags & END_STREAM) !== 0 };
+    const link: Link = { client: this, csid: sid, up: null, usid: 0, consumed: 0, head: encode(fields), endStream: (flags & END_STREAM) !== 0 };
     this.links.set(sid, link);
     pool.open(link);
   }
@@ -339,8 +323,7 @@ class UpConn extends Conn {
   protected onHeaders(sid: number, flags: number, fields: HpackField[]): void {
     const l = this.links.get(sid);
     if (!l) return;
-    const keep = fields.filter((f) => !HOP.has(f.name));
-    const block = encode(keep);
+    const block = encode(fields);
     l.client.queue(Buffer.concat([frameHead(block.length, HEADERS, END_HEADERS | (flags & END_STREAM), l.csid), block]));
     if (flags & END_STREAM) this.finish(l);
   }

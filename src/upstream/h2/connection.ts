@@ -24,7 +24,7 @@ import { HpackDecoder, HpackError } from './hpack';
 const DATA = 0x0, HEADERS = 0x1, RST_STREAM = 0x3, SETTINGS = 0x4, PUSH_PROMISE = 0x5, PING = 0x6, GOAWAY = 0x7, WINDOW_UPDATE = 0x8, CONTINUATION = 0x9;
 const END_STREAM = 0x1, ACK = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIORITY_FLAG = 0x20;
 const SETTINGS_ENABLE_PUSH = 0x2, SETTINGS_MAX_CONCURRENT_STREAMS = 0x3, SETTINGS_INITIAL_WINDOW_SIZE = 0x4, SETTINGS_MAX_FRAME_SIZE = 0x5, SETTINGS_MAX_HEADER_LIST_SIZE = 0x6;
-export const H2_NO_ERROR = 0x0, H2_PROTOCOL_ERROR = 0x1, H2_INTERNAL_ERROR = 0x2, H2_FLOW_CONTROL_ERROR = 0x3, H2_STREAM_CLOSED = 0x5, H2_FRAME_SIZE_ERROR = 0x6, H2_REFUSED_STREAM = 0x7, H2_CANCEL = 0x8, H2_COMPRESSION_ERROR = 0x9, H2_ENHANCE_YOUR_CALM = 0xb;
+export const H2_NO_ERROR = 0x0, H2_PROTOCOL_ERROR = 0x1, H2_INTERNAL_ERROR = 0x2, H2_FLOW_CONTROL_ERROR = 0x3, H2_FRAME_SIZE_ERROR = 0x6, H2_REFUSED_STREAM = 0x7, H2_CANCEL = 0x8, H2_COMPRESSION_ERROR = 0x9, H2_ENHANCE_YOUR_CALM = 0xb;
 /** Our own frames (ACKs, window updates) the upstream has not read, at most: past it the connection is cut (a PING or SETTINGS flood from a server that never reads). */
 const MAX_UNREAD_OUTPUT = 1024 * 1024;
 /** What a header block's frames are charged beyond their payload: an empty CONTINUATION is not free. */
@@ -179,8 +179,7 @@ export class H2Connection {
   private connUnacked = 0;
   private connWindow: number;
   private peerMaxFrame = MAX_FRAME;
-  /** Inside read(): DATA payloads are batched per stream until its end. */
-  private reading = false;
+  /** Streams with DATA payloads in this read, handed on at its end (handOn). */
   private batched: H2Stream[] = [];
   private goneAway = false;
   private ended = false;
@@ -205,15 +204,6 @@ export class H2Connection {
     socket.on('data', (d: Buffer) => this.read(d));
     socket.on('error', () => undefined); // 'close' follows
     socket.on('close', () => this.gone());
-  }
-
-  get closed(): boolean {
-    return this.ended;
-  }
-
-  /** Streams open now. */
-  get size(): number {
-    return this.streams.size;
   }
 
   /** Opens a stream: HEADERS with END_STREAM carrying `block` (hpack.ts encodeFields). Throws (nothing written) when the connection takes no streams. */
@@ -318,7 +308,6 @@ export class H2Connection {
   private read(d: Buffer): void {
     let b = d;
     let i = 0;
-    this.reading = true;
     if (this.pending !== null) {
       // A frame cut by the last read: only its missing bytes are copied to it (at most one frame,
       // 16 KiB), then this read is parsed in place. Joining the whole read to it copied every byte
@@ -327,13 +316,9 @@ export class H2Connection {
       const needHead = Math.max(0, 9 - head.length);
       const len = head.length >= 9 ? (head[0]! << 16) | (head[1]! << 8) | head[2]! : d.length >= needHead ? Buffer.concat([head, d.subarray(0, needHead)]).readUIntBE(0, 3) : -1;
       const missing = len < 0 ? Infinity : 9 + len - head.length;
-      if (len > MAX_FRAME) {
-        this.reading = false;
-        return this.fail(H2_FRAME_SIZE_ERROR);
-      }
+      if (len > MAX_FRAME) return this.fail(H2_FRAME_SIZE_ERROR);
       if (d.length < missing) {
         this.pending = Buffer.concat([head, d]);
-        this.reading = false;
         return;
       }
       this.pending = null;
@@ -343,7 +328,6 @@ export class H2Connection {
       i = missing;
     }
     i = this.frames(b, i);
-    this.reading = false;
     this.handOn();
     if (!this.ended && i < b.length) this.pending = b.subarray(i);
     this.flush();
@@ -499,7 +483,6 @@ export class H2Connection {
     }
     const st = this.streams.get(id);
     if (st === undefined) return; // a stream we cancelled or finished: its bytes in flight are dropped
-    if (st.batchEnd) return this.malformed(st, H2_STREAM_CLOSED); // DATA after END_STREAM in the same read
     st.window -= flowLength;
     if (st.window < 0 || !st.gotHead) return this.malformed(st, st.window < 0 ? H2_FLOW_CONTROL_ERROR : H2_PROTOCOL_ERROR);
     let s = 0;
@@ -516,7 +499,6 @@ export class H2Connection {
     st.received += e - s;
     if (st.expected >= 0 && (st.received > st.expected || (end && st.received !== st.expected))) return this.malformed(st, H2_PROTOCOL_ERROR);
     const payload = s === 0 && e === p.length ? p : p.subarray(s, e);
-    if (!this.reading) return st.deliver(payload, flowLength, end);
     if (st.batch === null) {
       st.batch = [];
       this.batched.push(st);
@@ -560,7 +542,6 @@ export class H2Connection {
     const st = this.streams.get(this.blockId);
     if (st === undefined) return;
     const end = (this.blockFlags & END_STREAM) !== 0;
-    if (st.batchEnd) return this.malformed(st, H2_STREAM_CLOSED); // HEADERS after END_STREAM in the same read
     if (st.gotHead) {
       // Trailers: not relayed (the front ends frame bodies themselves); they must end the stream,
       // and the body must have been as long as the head said.
@@ -626,7 +607,7 @@ export function responseStatus(fields: string[]): number {
 }
 
 /** The Content-Length the fields declare: -1 when none, -2 when malformed or when values differ. */
-export function contentLength(fields: string[]): number {
+function contentLength(fields: string[]): number {
   let n = -1;
   for (let i = 0; i < fields.length; i += 2) {
     if (fields[i] !== 'content-length') continue;
