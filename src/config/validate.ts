@@ -11,11 +11,39 @@ import { fsReason } from './load';
 import { SETTINGS, settingName, type SettingKey } from './settings';
 import { checkCipherSuites } from './tls-policy';
 import type { DaemonConfig } from './types';
+import { splitHostPort } from '../gocompat/net';
 import { isLoopback } from './values';
 
 /** Settings that are each valid but do not fit together (flags and file merged). */
 export class InvalidConfigError extends Error {
   readonly code = ErrorCode.MVP_ERR_CONFIG_INVALID;
+}
+
+/**
+ * Two of the daemon's listeners on one port. Every listener takes SO_REUSEPORT (--reuse-port, and
+ * uWS always), so the second bind succeeds and the kernel splits connections between them: a TLS
+ * client would reach the plain metrics listener on every other connection. Refused here instead.
+ */
+function sharedPorts(c: DaemonConfig, peerListens: boolean, problems: string[]): void {
+  const metrics = splitHostPort(c.metricsBindAddress);
+  const listeners: { key: SettingKey; host: string; port: number }[] = [
+    { key: 'securePort', host: c.bindAddress, port: c.securePort },
+    { key: 'metricsBindAddress', host: metrics.host, port: metrics.port },
+  ];
+  if (peerListens) listeners.push({ key: 'peerPort', host: c.peerBindAddress, port: c.peerPort });
+  const overlap = (a: string, b: string) => a === b || isUnspecified(a) || isUnspecified(b);
+  for (let i = 0; i < listeners.length; i++) {
+    for (let j = i + 1; j < listeners.length; j++) {
+      const [a, b] = [listeners[i]!, listeners[j]!];
+      if (a.port !== 0 && a.port === b.port && overlap(a.host, b.host)) {
+        problems.push(`${settingName(a.key)} and ${settingName(b.key)} are both port ${a.port}: each listener needs its own port (they listen with SO_REUSEPORT, so the kernel would split connections between them)`);
+      }
+    }
+  }
+}
+
+function isUnspecified(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '';
 }
 
 /** Cross-field checks on the merged settings (each value is already valid). Throws InvalidConfigError. */
@@ -40,6 +68,7 @@ export function validateConfig(c: DaemonConfig): void {
     }
     if (!c.requestheaderClientCAFile) problems.push(`the peer listener needs ${settingName('requestheaderClientCAFile')} to verify peers' proxy client certificates`);
   }
+  sharedPorts(c, !!(gateOn && c.peerCAFile), problems);
   if (c.clientCAFile) {
     if (!c.tlsCertFile) problems.push(`${settingName('clientCAFile')} needs TLS on the client listener: set ${settingName('tlsCertFile')} and ${settingName('tlsPrivateKeyFile')}`);
     if (!c.proxyClientCertFile) problems.push(`${settingName('clientCAFile')} forwards certificate users as front-proxy headers, which the apiserver trusts only with a proxy client certificate: set ${settingName('proxyClientCertFile')} and ${settingName('proxyClientKeyFile')}`);

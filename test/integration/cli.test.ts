@@ -36,12 +36,20 @@ function run(args: string[], timeoutMs = 20_000): Promise<{ code: number | null;
   });
 }
 
+/** Ports handed out: bind(0) can repeat one once it is closed, and the daemon refuses two listeners on one port. */
+const handedOut = new Set<number>();
+
 async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
+  for (;;) {
+    const s = net.createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const port = (s.address() as net.AddressInfo).port;
+    await new Promise((r) => s.close(r));
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 function listening(port: number): Promise<boolean> {

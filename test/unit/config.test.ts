@@ -264,6 +264,18 @@ test('settings that do not fit together are errors after the merge, naming flag 
   assert.throws(() => parse(`--config=${g}`), (e: Error) => e instanceof InvalidConfigError && e.message.includes('--tls-cert-file (serving.certFile) is set but --tls-private-key-file (serving.keyFile) is not'));
 });
 
+test('two listeners on one port are refused: with SO_REUSEPORT the kernel would split connections between them', () => {
+  const shared = (e: Error, a: string, b: string) => e instanceof InvalidConfigError && e.message.includes(`${a} and ${b} are both port 7000`);
+  assert.throws(() => parse('--secure-port=7000', '--metrics-bind-address=127.0.0.1:7000'), (e: Error) => shared(e, '--secure-port (serving.securePort)', '--metrics-bind-address (metrics.bindAddress)'));
+  // The peer listener counts only when it starts (the proxy on: --peer-ca-file set).
+  const peer = ['--peer-ca-file=ca.crt', '--tls-cert-file=a.crt', '--tls-private-key-file=a.key', '--requestheader-client-ca-file=rh.crt'];
+  assert.throws(() => parse(...peer, '--peer-port=7000', '--metrics-bind-address=0.0.0.0:7000'), (e: Error) => shared(e, '--metrics-bind-address (metrics.bindAddress)', '--peer-port (peerServing.port)'));
+  assert.equal(parse('--secure-port=7000', '--peer-port=7000').peerPort, 7000);
+  // Different addresses do not overlap; port 0 is a fresh port each time.
+  assert.equal(parse('--secure-port=7000', '--metrics-bind-address=127.0.0.2:7000').securePort, 7000);
+  assert.equal(parse('--secure-port=0', '--metrics-bind-address=127.0.0.1:0').securePort, 0);
+});
+
 test('checkFilesReadable names the setting and the path', () => {
   const f = file('serving: {certFile: missing.crt, keyFile: missing.key}\n');
   const c = parse(`--config=${f}`);

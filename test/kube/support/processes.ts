@@ -71,8 +71,26 @@ export function startProcess(name: string, bin: string, args: string[], dir: str
   };
 }
 
-/** A TCP port free right now on 127.0.0.1 (for processes whose peers must know it before they start). */
-export function freePort(): Promise<number> {
+/**
+ * Ports this process has handed out. The kernel can give one port to two bind(0)s once the first is
+ * closed, and mvproxy listens with SO_REUSEPORT, so two daemons of one test file given the same port
+ * would both bind it and split its connections (a TLS client reaching the other's plain metrics
+ * listener: "server gave HTTP response to HTTPS client", as CI saw once).
+ */
+const handedOut = new Set<number>();
+
+/** A TCP port free right now on 127.0.0.1 and not handed out before by this process (for processes whose peers must know it before they start). */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await kernelPort();
+    if (!handedOut.has(port) || attempt >= 100) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
