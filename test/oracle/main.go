@@ -10,6 +10,12 @@
 // handler, is recorded as an error of its role: on the upstream it means mvproxy forwarded bytes Go
 // refused. Every handler answer carries X-Oracle, which tells the two apart.
 //
+// With -tls-cert and -tls-key each upstream also listens with TLS (port `upstream-N-tls`, the same
+// role), HTTP/2 and HTTP/1.1 by ALPN as kube-apiserver: mvproxy writes watches there with its own
+// HTTP/2 client (src/upstream/h2). The oracle terminates TLS itself and hands Go's server the
+// plaintext (HTTP/2 with prior knowledge after an h2 handshake), so it sees what Go writes: an
+// RST_STREAM or GOAWAY with an error code is Go refusing what mvproxy sent, as a 400 is on HTTP/1.1.
+//
 // A control listener (plain) serves GET /log (JSON) and POST /reset. The first line on stdout is
 // JSON with every port.
 package main
@@ -21,6 +27,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -133,6 +140,78 @@ func (l *watchListener) Accept() (net.Conn, error) {
 	return &watchConn{Conn: c, rec: l.rec, role: l.role}, nil
 }
 
+// h2WatchConn is watchConn for a connection Go serves as HTTP/2: it reads the frames Go writes and
+// records each RST_STREAM or GOAWAY that carries an error code (RFC 9113 §7; NO_ERROR is a normal end).
+type h2WatchConn struct {
+	net.Conn
+	rec     *recorder
+	role    string
+	pending []byte
+}
+
+var h2Codes = []string{"NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT", "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"}
+
+func h2Code(c uint32) string {
+	if int(c) < len(h2Codes) {
+		return h2Codes[c]
+	}
+	return fmt.Sprintf("code %d", c)
+}
+
+func (c *h2WatchConn) Write(b []byte) (int, error) {
+	c.pending = append(c.pending, b...)
+	for len(c.pending) >= 9 {
+		n := int(c.pending[0])<<16 | int(c.pending[1])<<8 | int(c.pending[2])
+		if len(c.pending) < 9+n {
+			break
+		}
+		typ, stream, payload := c.pending[3], binary.BigEndian.Uint32(c.pending[5:9])&0x7fffffff, c.pending[9:9+n]
+		if typ == 0x3 && n >= 4 {
+			if code := binary.BigEndian.Uint32(payload); code != 0 {
+				c.rec.addError(ProtocolError{Role: c.role, Conn: c.RemoteAddr().String(), Text: fmt.Sprintf("HTTP/2 RST_STREAM %s on stream %d", h2Code(code), stream)})
+			}
+		} else if typ == 0x7 && n >= 8 {
+			if code := binary.BigEndian.Uint32(payload[4:8]); code != 0 {
+				c.rec.addError(ProtocolError{Role: c.role, Conn: c.RemoteAddr().String(), Text: fmt.Sprintf("HTTP/2 GOAWAY %s: %q", h2Code(code), payload[8:])})
+			}
+		}
+		c.pending = c.pending[9+n:]
+	}
+	if len(c.pending) == 0 {
+		c.pending = nil
+	}
+	return c.Conn.Write(b)
+}
+
+// tlsTerminator does the TLS handshake itself (ALPN h2 or http/1.1) and hands Go's server the
+// plaintext connection, watched as HTTP/2 or HTTP/1.1 by what was negotiated.
+type tlsTerminator struct {
+	net.Listener
+	cfg  *tls.Config
+	rec  *recorder
+	role string
+}
+
+func (l *tlsTerminator) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Server(c, l.cfg)
+		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			_ = c.Close()
+			continue
+		}
+		_ = tc.SetDeadline(time.Time{})
+		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+			return &h2WatchConn{Conn: tc, rec: l.rec, role: l.role}, nil
+		}
+		return &watchConn{Conn: tc, rec: l.rec, role: l.role}, nil
+	}
+}
+
 const aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 func record(rec *recorder, role string, r *http.Request) {
@@ -230,6 +309,8 @@ func main() {
 	apiFile := flag.String("api", "", "aggregated discovery for /api")
 	apisFile := flag.String("apis", "", "aggregated discovery for /apis")
 	upstreams := flag.Int("upstreams", 1, "upstream listeners (one per mvproxy member), roles upstream-0, upstream-1, ...")
+	certFile := flag.String("tls-cert", "", "serving certificate (PEM) of the upstreams' TLS listeners, ports upstream-N-tls")
+	keyFile := flag.String("tls-key", "", "its key (PEM)")
 	flag.Parse()
 	api, err := os.ReadFile(*apiFile)
 	if err != nil {
@@ -250,6 +331,21 @@ func main() {
 		}
 		role := fmt.Sprintf("upstream-%d", i)
 		serve(role, &watchListener{Listener: listen(), rec: rec, role: role}, upstreamHandler(rec, role, api, apis))
+		if *certFile != "" {
+			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+			if err != nil {
+				log.Fatal(err)
+			}
+			var protocols http.Protocols
+			protocols.SetHTTP1(true)
+			protocols.SetUnencryptedHTTP2(true) // the plaintext of an h2 handshake, tlsTerminator
+			l := listen()
+			ports[role+"-tls"] = port(l)
+			srv := &http.Server{Handler: upstreamHandler(rec, role, api, apis), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0), Protocols: &protocols}
+			go func() {
+				_ = srv.Serve(&tlsTerminator{Listener: l, cfg: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}, rec: rec, role: role})
+			}()
+		}
 	}
 	serve("direct", &watchListener{Listener: listen(), rec: rec, role: "direct"}, directHandler(rec, "direct"))
 	// TLS: HTTP/2 and HTTP/1.1 by ALPN, as kube-apiserver serves them.

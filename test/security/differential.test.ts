@@ -8,7 +8,9 @@
 // listener takes A's peer hop), each in front of one of the oracle's upstreams: A's serves the v1.33
 // API set, B's the v1.37 one, so scheduling.k8s.io/v1beta1 workloads take the peer route. Pairs:
 // node → node peer listener in every lane; where uWS loads, also node → uWS peer listener (the peer
-// listener that wrote CR/LF upstream) and uWS → node. HTTP/1.1 on every front end, HTTP/2 (raw
+// listener that wrote CR/LF upstream) and uWS → node. node → node and uWS → node also run with the
+// upstreams on TLS: a watch then leaves A and B through mvproxy's own HTTP/2 client
+// (src/upstream/h2) and Go's HTTP/2 server parses it. HTTP/1.1 on every front end, HTTP/2 (raw
 // frames) on the node one.
 //
 // Seeded: the seed is printed first; MVPROXY_FUZZ_SEED=N replays a run
@@ -45,12 +47,18 @@ interface Pair {
   label: string;
   frontend: Frontend;
   peerFrontend: Frontend;
+  /** The members' apiservers on TLS: a watch goes out through mvproxy's own HTTP/2 client, to Go's HTTP/2 server. */
+  tlsUpstream?: boolean;
 }
 
-const PAIRS: Pair[] = [{ label: 'node → node peer listener', frontend: 'node', peerFrontend: 'node' }];
+const PAIRS: Pair[] = [
+  { label: 'node → node peer listener', frontend: 'node', peerFrontend: 'node' },
+  { label: 'node → node peer listener, apiservers on TLS (watches over HTTP/2 upstream)', frontend: 'node', peerFrontend: 'node', tlsUpstream: true },
+];
 if (FRONTENDS.includes('uws')) {
   PAIRS.push({ label: 'node → uWS peer listener', frontend: 'node', peerFrontend: 'uws' });
   PAIRS.push({ label: 'uWS → node peer listener', frontend: 'uws', peerFrontend: 'node' });
+  PAIRS.push({ label: 'uWS → node peer listener, apiservers on TLS (watches over HTTP/2 upstream)', frontend: 'uws', peerFrontend: 'node', tlsUpstream: true });
 }
 
 describe('differential: Go net/http parses from mvproxy exactly what it parses from the client', { skip: unavailable }, () => {
@@ -74,6 +82,8 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
     const u8 = await clientCA.issue({ commonName: CERT_USER_UTF8.user, organization: CERT_USER_UTF8.groups, usage: 'client' });
     userUTF8 = { cert: u8.cert, key: u8.key };
     const leaf = await clientCA.issue({ commonName: '127.0.0.1', ipAddresses: ['127.0.0.1'], usage: 'server' });
+    writeFileSync(join(tmp, 'upstream.crt'), leaf.cert);
+    writeFileSync(join(tmp, 'upstream.key'), leaf.key);
     nodeH2.server = http2.createSecureServer({ cert: leaf.cert, key: leaf.key, settings: { maxHeaderListSize: MAX_HEADER_BYTES } });
     nodeH2.server.on('stream', (s: http2.ServerHttp2Stream, _h: unknown, _f: unknown, raw: string[]) => {
       nodeH2.onStream?.(s.id ?? 0, raw);
@@ -84,7 +94,7 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
     nodeH2.port = (nodeH2.server.address() as AddressInfo).port;
     const apis = [join(FIXTURES_DIR, 'v1.33-0b1dcaba', 'aggregated_v2.json'), join(FIXTURES_DIR, 'v1.37.0-dev-6732d913', 'aggregated_v2.json')];
     // One upstream per member: A's serve v1.33 (even roles), B's v1.37 (odd roles).
-    oracle = await startOracle({ api: join(__dirname, '..', 'oracle', 'api.json'), apis: PAIRS.flatMap(() => apis) });
+    oracle = await startOracle({ api: join(__dirname, '..', 'oracle', 'api.json'), apis: PAIRS.flatMap(() => apis), tls: { certFile: join(tmp, 'upstream.crt'), keyFile: join(tmp, 'upstream.key') } });
   });
   after(async () => {
     await Promise.all(daemons.map((d) => d.close().catch(() => undefined)));
@@ -93,7 +103,7 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function member(name: string, frontend: Frontend, peerFrontend: Frontend, upstreamPort: number): Promise<Daemon> {
+  async function member(name: string, frontend: Frontend, peerFrontend: Frontend, upstream: string): Promise<Daemon> {
     const certs = await pki.node(name);
     const config: DaemonConfig = {
       ...DEFAULTS,
@@ -110,7 +120,8 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
       peerTLSCertFile: certs.servingCert,
       peerTLSPrivateKeyFile: certs.servingKey,
       metricsBindAddress: '127.0.0.1:0',
-      localAPIServer: `http://127.0.0.1:${upstreamPort}`,
+      localAPIServer: upstream,
+      localAPIServerCAFile: join(tmp, 'client-ca.crt'),
       proxyClientCertFile: certs.proxyClientCert,
       proxyClientKeyFile: certs.proxyClientKey,
       peerCAFile: pki.clusterCAFile,
@@ -140,6 +151,9 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
     return got;
   }
 
+  /** Requests Go parsed from mvproxy over HTTP/2, per pair (the TLS pair must have some). */
+  const h2Forwarded = new Map<Pair, number>();
+
   /** Runs one case both ways and judges it: [] when the invariants hold. */
   async function run(c: WireCase, a: Daemon, pair: Pair): Promise<string[]> {
     const tlsFor: ClientTLS = c.who === 'certificate' ? user : c.who === 'certificate-utf8' ? userUTF8 : {};
@@ -167,6 +181,7 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
       if (still) break;
     }
     const forwarded = log.requests.filter((r) => upstreamRoles.has(r.role));
+    for (const f of forwarded) if (f.proto === 'HTTP/2.0') h2Forwarded.set(pair, (h2Forwarded.get(pair) ?? 0) + 1);
     // A request that passed a uWS listener (A's client listener, or B's peer listener: B's upstream
     // is the odd role) lost the bytes >= 0x80 at the ends of its values (uwsEdgeTrim).
     const peerRole = `upstream-${PAIRS.indexOf(pair) * 2 + 1}`;
@@ -180,8 +195,9 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
       const routes: Route[] = ['local', 'peer'];
       before(async () => {
         const i = PAIRS.indexOf(pair);
-        const b = await member(`b${i}`, pair.peerFrontend, pair.peerFrontend, oracle.ports[`upstream-${i * 2 + 1}`]!);
-        a = await member(`a${i}`, pair.frontend, pair.peerFrontend, oracle.ports[`upstream-${i * 2}`]!);
+        const upstream = (role: string) => (pair.tlsUpstream ? `https://127.0.0.1:${oracle.ports[`${role}-tls`]!}` : `http://127.0.0.1:${oracle.ports[role]!}`);
+        const b = await member(`b${i}`, pair.peerFrontend, pair.peerFrontend, upstream(`upstream-${i * 2 + 1}`));
+        a = await member(`a${i}`, pair.frontend, pair.peerFrontend, upstream(`upstream-${i * 2}`));
         await a.setStaticPeers([{ id: b.config.serverID, address: `127.0.0.1:${b.peerPort}` }]);
         await b.setStaticPeers([{ id: a.config.serverID, address: `127.0.0.1:${a.peerPort}` }]);
         await Promise.all([a.publisher.refresh(), b.publisher.refresh()]);
@@ -202,7 +218,7 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
 
       test(`generated cases (up to ${CASES}, ${PAIR_BUDGET_MS / 1000} s)`, async (t) => {
         t.diagnostic(seedLine(seed));
-        const g = generator(seed + PAIRS.indexOf(pair), { h2: pair.frontend === 'node', routes });
+        const g = generator(seed + PAIRS.indexOf(pair), { h2: pair.frontend === 'node', routes, watches: pair.tlsUpstream ? 0.7 : undefined });
         const end = Date.now() + PAIR_BUDGET_MS;
         const failures: string[] = [];
         let n = 0;
@@ -214,6 +230,8 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
         t.diagnostic(`${n} generated cases run`);
         assert.deepEqual(failures, [], seedLine(seed));
         assert.ok(n >= Math.min(CASES, 50), `at least 50 cases within the budget (ran ${n})`);
+        if (pair.tlsUpstream) assert.ok((h2Forwarded.get(pair) ?? 0) > 0, 'Go parsed watches from mvproxy over HTTP/2');
+        t.diagnostic(`${h2Forwarded.get(pair) ?? 0} request(s) reached Go over HTTP/2`);
       });
     });
   }

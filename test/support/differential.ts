@@ -244,7 +244,7 @@ export interface Generator {
 }
 
 /** Cases from a seed: a request or a pipeline of up to three, each part of it spliced with hostile pieces. */
-export function generator(seed: number, o: { h2: boolean; routes: readonly Route[] }): Generator {
+export function generator(seed: number, o: { h2: boolean; routes: readonly Route[]; watches?: number }): Generator {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const chance = (p: number) => rnd() < p;
@@ -259,14 +259,16 @@ export function generator(seed: number, o: { h2: boolean; routes: readonly Route
   let n = 0;
   const one = (route: Route): Req => {
     const path = route === 'local' ? LOCAL_PATH : PEER_PATH;
-    let method = chance(0.1) ? splice(L(pick(['GET', 'POST'])), 1) : L(pick(['GET', 'GET', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']));
+    // `watches`: the share of requests that are watches (long-running: mvproxy's HTTP/2 client carries them to a TLS upstream).
+    const watch = o.watches !== undefined && chance(o.watches);
+    let method = watch ? L('GET') : chance(0.1) ? splice(L(pick(['GET', 'POST'])), 1) : L(pick(['GET', 'GET', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']));
     // A CR or LF spliced in front of the method is an empty line before the request line: RFC 9112
     // §2.2 lets a server skip it, llhttp (the node front end) does, Go's server refuses the request.
     // The request after it is unambiguous, so this one leniency is allowed (README, "Where the front
     // ends differ from Go") and not generated (seed 824054857 #220 found it).
     while (method.length > 0 && (method[0] === 0x0d || method[0] === 0x0a)) method = method.subarray(1);
-    const base = L(path + pick(['', '/obj', '?watch=true', '?labelSelector=a%3Db', '/obj?x=', '?limit=1&continue=']));
-    const target = chance(0.7) ? splice(base, 1 + Math.floor(rnd() * 3)) : base;
+    const base = L(path + (watch ? pick(['?watch=true', '?watch=1&labelSelector=a%3Db', '?resourceVersion=0&watch=true&allowWatchBookmarks=true']) : pick(['', '/obj', '?watch=true', '?labelSelector=a%3Db', '/obj?x=', '?limit=1&continue='])));
+    const target = chance(watch ? 0.3 : 0.7) ? splice(base, 1 + Math.floor(rnd() * 3)) : base;
     const fields: [Buffer, Buffer][] = [];
     const nf = Math.floor(rnd() * 4);
     for (let i = 0; i < nf; i++) {

@@ -66,7 +66,7 @@ export interface OracleLog {
 }
 
 export interface Oracle {
-  /** Port of each role: upstream-0.., direct, directTLS, control. */
+  /** Port of each role: upstream-0.. (upstream-0-tls.. with TLS), direct, directTLS, control. */
   readonly ports: Record<string, number>;
   log(): Promise<OracleLog>;
   reset(): Promise<void>;
@@ -91,11 +91,13 @@ const b64 = (s: string | null): Buffer => Buffer.from(s ?? '', 'base64');
 
 /**
  * Starts the oracle with one upstream per entry of `apis` (the /apis document that member's
- * "apiserver" serves) and `api` for /api.
+ * "apiserver" serves) and `api` for /api; with `tls`, each upstream also on TLS (HTTP/2 and
+ * HTTP/1.1 by ALPN) at port `upstream-N-tls`, serving that pair.
  */
-export async function startOracle(o: { api: string; apis: string[] }): Promise<Oracle> {
+export async function startOracle(o: { api: string; apis: string[]; tls?: { certFile: string; keyFile: string } }): Promise<Oracle> {
   const bin = buildOracle();
-  const child: ChildProcess = spawn(bin, ['-api', o.api, '-apis', o.apis.join(','), '-upstreams', String(o.apis.length)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const tls = o.tls ? ['-tls-cert', o.tls.certFile, '-tls-key', o.tls.keyFile] : [];
+  const child: ChildProcess = spawn(bin, ['-api', o.api, '-apis', o.apis.join(','), '-upstreams', String(o.apis.length), ...tls], { stdio: ['ignore', 'pipe', 'inherit'] });
   const first = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.once('line', (l) => resolve(l));
