@@ -17,6 +17,8 @@ import { HeadCheck, contentLengthValue, expectationRefusal, type Refusal } from 
  * ECONNRESET instead of the Status). Go's net/http waits the same 500 ms (rstAvoidanceDelay).
  */
 const RST_AVOIDANCE_DELAY_MS = 500;
+/** Written to send a held head on its own (flushNow): see writeHead. */
+const EMPTY = Buffer.alloc(0);
 
 /**
  * node:http ends a `connection: close` response with socket.destroySoon() (_http_server.js
@@ -66,7 +68,12 @@ export class NodeResponse implements ClientResponse {
     this.pendingHead = { status, headers };
     if (flushNow) {
       this.flushHead();
-      this.res.flushHeaders();
+      // node:http's flushHeaders() writes the head as a UTF-8 string ('' with no encoding), so an
+      // obs-text byte of the upstream's (0xE9) reached the client as two (C3 A9). An empty Buffer
+      // sends the head as latin1, one byte per char as it was parsed, and no chunk of its own; but
+      // node:http ignores writes (the head too) to an answer without a body: HEAD, 204, 304.
+      if (this.h2 || this.req.method === 'HEAD' || status === 204 || status === 304) this.res.flushHeaders();
+      else this.res.write(EMPTY);
     }
   }
 

@@ -39,9 +39,10 @@ async function watchServer(dir: string, h2: boolean) {
     }
     if (url.includes('watch=1')) {
       // As Go's server sets them (lowercase on h2, canonical on HTTP/1.1 by its Header map).
-      res.writeHead(200, { 'Audit-Id': 'a-1', 'Cache-Control': 'no-cache, private', 'Content-Type': 'application/json', 'X-Kubernetes-Pf-Flowschema-Uid': 'f' });
-      res.flushHeaders();
-      res.write('');
+      // X-Obs: obs-text (a byte above 0x7F, RFC 9110 §5.5), which Go lets through and mvproxy relays as its bytes.
+      res.writeHead(200, { 'Audit-Id': 'a-1', 'Cache-Control': 'no-cache, private', 'Content-Type': 'application/json', 'X-Kubernetes-Pf-Flowschema-Uid': 'f', 'X-Obs': 'caf\xe9' });
+      // The head goes out with an empty Buffer: node:http's flushHeaders() writes it as UTF-8 (X-Obs as C3 A9).
+      res.write(Buffer.alloc(0));
       watchers.add(res);
       res.on('close', () => watchers.delete(res));
       return;
@@ -121,6 +122,8 @@ for (const frontend of FRONTENDS) {
         const head = clients[0]!.raw;
         const names = head.filter((_, i) => i % 2 === 0);
         for (const n of ['Audit-Id', 'Cache-Control', 'Content-Type', 'X-Kubernetes-Pf-Flowschema-Uid']) assert.ok(names.includes(n), `${n} spelled as HTTP/1.1 would: ${JSON.stringify(head)}`);
+        // node's client reads header bytes as latin1: the one byte 0xE9, not its UTF-8 spelling C3 A9.
+        assert.equal(head[head.findIndex((n, i) => i % 2 === 0 && n.toLowerCase() === 'x-obs') + 1], 'caf\xe9', `obs-text relayed as its bytes: ${JSON.stringify(head)}`);
         for (const c of clients.slice(0, N / 2)) c.destroy();
         await eventually(() => up.watchers() === N / 2, { what: 'the closed clients\' streams released at the apiserver', timeoutMs: 2000 });
         for (const c of clients.slice(N / 2)) c.destroy();
