@@ -17,6 +17,8 @@
 // are asked for and verified, as on mvproxy's peer listener); --upstream-ca F --upstream-cert F
 // --upstream-key F --upstream-servername S dial an https origin with a client certificate.
 //
+// --identity-from-cert: the client certificate's CN and O as X-Remote-User/-Group (below; bench/rate.ts's floor).
+//
 // Runs without tsx (Node ≥ 23 strips the types: only erasable syntax here, CommonJS), so its RSS is
 // the process's own and not that of tsx's loader thread too; undici is loaded only by its floor.
 // Prints {"listening":<port>} once it accepts. Bench-only: GET and HEAD without bodies.
@@ -451,6 +453,26 @@ function nodeSink(res: ServerResponse): Sink {
   return sink;
 }
 
+// --identity-from-cert (uWS, plain client, with --client-ca): what nginx does in bench/rate.ts and
+// mvproxy on its local route, the least of it: the client certificate's CN and O sent upstream as
+// X-Remote-User and X-Remote-Group (the client's own X-Remote-* dropped), one parse per certificate.
+const IDENTITY = args.includes('--identity-from-cert');
+const identities = new Map<string, string>();
+function identityLines(res: HttpResponse): string {
+  const pem = (res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.();
+  if (!pem) return '';
+  let lines = identities.get(pem);
+  if (lines === undefined) {
+    const subject = new (require('node:crypto') as typeof import('node:crypto')).X509Certificate(pem).subject.split('\n');
+    const field = (k: string) => subject.find((l) => l.startsWith(k + '='))?.slice(k.length + 1);
+    const user = field('CN');
+    const group = field('O');
+    lines = (user ? `x-remote-user: ${user}\r\n` : '') + (group ? `x-remote-group: ${group}\r\n` : '');
+    if (identities.size < 1000) identities.set(pem, lines);
+  }
+  return lines;
+}
+
 // Exits through process.exit, so that `node --cpu-prof` writes its profile.
 process.once('SIGTERM', () => process.exit(0));
 
@@ -488,9 +510,9 @@ if (front === 'node') {
     const q = req.getQuery();
     const path = q ? `${req.getUrl()}?${q}` : req.getUrl();
     if (client === 'plain') {
-      let lines = '';
+      let lines = IDENTITY ? identityLines(res) : '';
       req.forEach((k, v) => {
-        if (k !== 'host' && k !== 'connection') lines += `${k}: ${v}\r\n`;
+        if (k !== 'host' && k !== 'connection' && !(IDENTITY && k.startsWith('x-remote-'))) lines += `${k}: ${v}\r\n`;
       });
       return plainRequest(req.getCaseSensitiveMethod(), path, lines, uwsSink(res));
     }

@@ -7,7 +7,7 @@
 //   npm run bench:rate                          # 500 and 1,000/s, GET and LIST, 20 s each (~8 min)
 //   npm run bench:rate -- --rates 200 --duration 5 --verbs get      # a short check
 //
-// Options: --rates 500,1000 --verbs get,list --paths direct,uws,node,nginx[,nginx-h1] --duration S
+// Options: --rates 500,1000 --verbs get,list --paths direct,uws,node,nginx[,nginx-h1,floor] --duration S
 //   --warmup S --idle S --objects N (LIST size: N ConfigMaps of 2 KiB) --audit (the suite's audit log
 //   on: Metadata level, blocking) --time-limit-s S --out-dir DIR
 //   --proxy-node-flags "--trace-gc"   node flags for mvproxy; with --trace-gc each step also reports
@@ -25,6 +25,8 @@
 //             X-Remote-User) → TLS with the front-proxy client certificate, keep-alive → apiserver:
 //             the anchor, doing what mvproxy does for the local route
 //   nginx-h1  the same nginx without h2 towards the client (HTTP/1.1, as the uWS path)
+//   floor     the floor of the uWS path: uWS + a plain HTTP/1.1 client (bench/floor-proxy.ts), the
+//             certificate's CN and O as X-Remote-User/-Group, TLS with the front-proxy certificate
 // The load generator is test/kube/go/cmd/rateclient (built by scripts/kube-build.sh). Writes
 // bench/results/rate-<timestamp>.json and prints a table. Bounded: every client run is killed 30 s
 // past its schedule, the whole run stops past --time-limit-s.
@@ -191,6 +193,23 @@ ${server(h1Port, false)}
     });
   }, 10_000, proc);
   return { proc, port, h1Port };
+}
+
+/**
+ * The floor of mvproxy's local route at this rate (bench/floor-proxy.ts, uWS + the plain client):
+ * TLS to the client asking for its certificate (verified against the cluster CA), the certificate's
+ * CN and O as X-Remote-User/-Group, TLS with the front-proxy client certificate and keep-alive to the
+ * apiserver. The least code on mvproxy's runtime that does what nginx does here.
+ */
+async function startRateFloor(plane: KubeControlPlane, apiPort: number): Promise<{ proc: KubeProc; url: string }> {
+  const pki = plane.pki;
+  const port = await freePort();
+  const args = [join(__dirname, 'floor-proxy.ts'), String(port), `https://127.0.0.1:${apiPort}`, 'uws', '--client', 'plain', '--identity-from-cert',
+    '--tls-cert', pki.apiserverCert, '--tls-key', pki.apiserverKey, '--client-ca', pki.caFile,
+    '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey, '--upstream-servername', 'kubernetes'];
+  const proc = startProcess('floor', process.execPath, args, plane.dir, { ...IMAGE_ENV });
+  await waitFor(() => `the floor listening on ${port}`, async () => /"listening"/.test(proc.log()), 20_000, proc);
+  return { proc, url: `https://127.0.0.1:${port}` };
 }
 
 // ---------------------------------------------------------------- the client
@@ -431,6 +450,11 @@ async function main(): Promise<void> {
       }
       const master = n.proc.child.pid!;
       paths.push({ id, label: id === 'nginx' ? 'nginx, TLS both sides (h2 to the client)' : 'nginx, TLS both sides (HTTP/1.1 to the client)', url: `https://127.0.0.1:${id === 'nginx' ? n.port : n.h1Port}`, proxy: { name: id, pids: () => [master, ...childPids(master)], idle: 0 } });
+    } else if (id === 'floor') {
+      const f = await startRateFloor(plane, api.port);
+      cleanups.push(() => f.proc.stop(5000));
+      paths.push({ id, label: 'floor: uWS + a plain HTTP/1.1 client, TLS both sides (bench/floor-proxy.ts)', url: f.url, proxy: { name: 'floor', pids: () => [f.proc.child.pid!], idle: 0 } });
+      log(`floor: pid ${f.proc.child.pid}, ${f.url}`);
     } else skipped.push({ path: id, reason: 'unknown path' });
   }
 
