@@ -5,7 +5,7 @@
 // Each scenario: 2,000 requests to warm up, then N (default 10,000) over 8 keep-alive connections.
 // Everything runs as in `npm run bench` (the compiled dist, the image's environment).
 //
-//   node --import tsx bench/allocations.ts [--requests 10000] [--sites]
+//   node --import tsx bench/allocations.ts [--requests 10000] [--sites [--top 12]] [--only uws/get,node/get]
 // --sites: the measured windows also run V8's sampling heap profiler (a sample every 256 bytes,
 // collected objects included), and the functions that allocated most are printed per scenario and
 // process: where the bytes above come from (the profiler's own cost is in the bytes then).
@@ -18,7 +18,7 @@ import { Pool } from 'undici';
 import { ACCEPT_JSON, PATHS } from './payloads';
 import { buildDist, makePKI, startBackend, startMvproxy, type Mvproxy } from './targets';
 import { sleep, type Proc } from './lib';
-import { has, num } from './args';
+import { has, list, num } from './args';
 
 const N = num('--requests', 10_000);
 const WARMUP = 2_000;
@@ -27,6 +27,9 @@ const PROBE = join(__dirname, 'alloc-probe.cjs');
 /** --promoted: sites of what outlived the young generation only (alloc-probe.cjs). */
 const PROMOTED = has('--promoted');
 const SITES = has('--sites') || PROMOTED;
+/** --top N: sites printed per scenario (12); --only a,b: just these scenarios (uws/get, node/list, ...). */
+const TOP = num('--top', 12);
+const ONLY = list('--only', '');
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -112,6 +115,7 @@ async function main(): Promise<void> {
       ['peer/list', [A, B], PATHS.peerList],
     ];
     for (const [scenario, ms, path] of scenarios) {
+      if (ONLY.length > 0 && !ONLY.includes(scenario)) continue;
       const port = ms[0]!.clientPort;
       await send(port, path, WARMUP);
       await signal(ms.map((m) => m.proc));
@@ -128,7 +132,7 @@ async function main(): Promise<void> {
         // B serves the peer hop on its peer listener (--peer-frontend=auto: node:http2, HTTP/1.1 from A).
         const role = m === B ? 'mvproxy B (peer listener)' : `mvproxy ${m.name.toUpperCase()} (${m.frontend} front end)`;
         rows.push({ scenario, process: role, bytesPerRequest: Math.round(r.bytes / N), scavengesPer1000: +((r.collections * 1000) / N).toFixed(2) });
-        if (SITES) sites.push(`\n${scenario}, ${role}: where its heap bytes were allocated (sampled)\n${topSites(`${out}.${m.proc.pid}.heapprofile`).join('\n')}`);
+        if (SITES) sites.push(`\n${scenario}, ${role}: where its heap bytes were allocated (sampled)\n${topSites(`${out}.${m.proc.pid}.heapprofile`, TOP).join('\n')}`);
       }
     }
     console.log(`| scenario | process | V8 heap bytes allocated per request | collections per 1,000 requests |\n|---|---|---:|---:|`);

@@ -237,6 +237,9 @@ const NAMES: Buffer[] = [
   L('Upgrade'),
   L('Proxy-Authorization'),
   L('Content-Type'),
+  // Names an object lists before all others (index-like keys): the HTTP/2 writer once sent them ahead of :method.
+  L('0'),
+  L('123'),
 ];
 
 export interface Generator {

@@ -90,6 +90,16 @@ test('the encoder writes the fields lowercase, as literals the decoder reads bac
   }
 });
 
+test("a client's field named 0 or 123 goes out after the pseudo-header fields (helper 8: an object lists index-like keys first, and the apiserver reset the stream)", () => {
+  const o = { host: '127.0.0.1:6443', remoteAddress: '10.0.0.1', rules: new IdentityHeaderRules(), trustIdentityHeaders: false, identity: undefined, peerHop: false, bodyLength: NO_BODY };
+  const fields = requestHeaders2('GET', '/api/v1/pods?watch=1', ['0', 'x', 'accept', 'application/json', '123', 'y'], o);
+  const got = new HpackDecoder().decode(encodeFields(fields), 1 << 16);
+  const names = got.filter((_, i) => i % 2 === 0);
+  const lastPseudo = names.reduce((at, n, i) => (n.startsWith(':') ? i : at), -1);
+  assert.ok(names.slice(0, lastPseudo + 1).every((n) => n.startsWith(':')), `pseudo-header fields first: ${JSON.stringify(names)}`);
+  assert.ok(names.includes('0') && names.includes('123'), 'the fields are still sent');
+});
+
 test("a client's fields named constructor, __proto__ or toString are fields like any other: encoded as sent, nothing crashes (helper 6: one such header killed the daemon)", () => {
   const o = { host: '127.0.0.1:6443', remoteAddress: '10.0.0.1', rules: new IdentityHeaderRules(), trustIdentityHeaders: false, identity: undefined, peerHop: false, bodyLength: NO_BODY };
   const fields = requestHeaders2('GET', '/api/v1/pods?watch=1', ['constructor', 'x', '__proto__', 'y', 'tostring', 'z', 'constructor', 'w'], o);

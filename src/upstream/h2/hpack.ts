@@ -210,12 +210,19 @@ export function encodeFields(fields: Record<string, string | string[]>): Buffer 
     pushInt(out, 0, 7, value.length);
     for (let i = 0; i < value.length; i++) out.push(value.charCodeAt(i) & 0xff);
   };
-  // Own keys only, and only strings: nothing an object's prototype carries is ever a field.
-  for (const name of Object.keys(fields)) {
-    const v = fields[name];
-    if (typeof v === 'string') one(name, v);
-    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) one(name, x);
-    else throw new UnsafeFieldError('value', `${name}: not a string`);
+  // Own keys only, and only strings: nothing an object's prototype carries is ever a field. The
+  // pseudo-header fields first (RFC 9113 §8.3): an object lists keys that look like array indexes
+  // ("0", "123") before all others, so a client's header named 0 went out ahead of :method and
+  // Go's server and node:http2 reset the stream (a 503 for any watch carrying it: helper 8).
+  const names = Object.keys(fields);
+  for (const pseudo of [true, false]) {
+    for (const name of names) {
+      if ((name.charCodeAt(0) === 0x3a) /* : */ !== pseudo) continue;
+      const v = fields[name];
+      if (typeof v === 'string') one(name, v);
+      else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) one(name, x);
+      else throw new UnsafeFieldError('value', `${name}: not a string`);
+    }
   }
   return Buffer.from(out);
 }
