@@ -17,8 +17,20 @@ import { HeadCheck, contentLengthValue, expectationRefusal, type Refusal } from 
  * ECONNRESET instead of the Status). Go's net/http waits the same 500 ms (rstAvoidanceDelay).
  */
 const RST_AVOIDANCE_DELAY_MS = 500;
-/** Written to send a held head on its own (flushNow): see writeHead. */
-const EMPTY = Buffer.alloc(0);
+
+/**
+ * Sends a response's head now, before any body. node:http's flushHeaders() is `_send('')`: the head
+ * goes out as a UTF-8 string, so an obs-text byte of the upstream's (0xE9) reached the client as two
+ * (C3 A9). The same call with 'latin1' writes one byte per char, as the head was parsed. An empty
+ * Buffer write would too, but node:http ignores writes, the head's included, to an answer without
+ * a body (HEAD, 204, 304: helper 8). HTTP/2 (node:http2 encodes header values as latin1) and a
+ * node:http without `_send` use flushHeaders(). test/integration/watch-h2.test.ts checks the byte.
+ */
+function sendHeadNow(res: ServerResponse, h2: boolean): void {
+  const send = (res as ServerResponse & { _send?: (data: string, encoding: BufferEncoding) => boolean })._send;
+  if (!h2 && typeof send === 'function') send.call(res, '', 'latin1');
+  else res.flushHeaders();
+}
 
 /**
  * node:http ends a `connection: close` response with socket.destroySoon() (_http_server.js
@@ -68,12 +80,7 @@ export class NodeResponse implements ClientResponse {
     this.pendingHead = { status, headers };
     if (flushNow) {
       this.flushHead();
-      // node:http's flushHeaders() writes the head as a UTF-8 string ('' with no encoding), so an
-      // obs-text byte of the upstream's (0xE9) reached the client as two (C3 A9). An empty Buffer
-      // sends the head as latin1, one byte per char as it was parsed, and no chunk of its own; but
-      // node:http ignores writes (the head too) to an answer without a body: HEAD, 204, 304.
-      if (this.h2 || this.req.method === 'HEAD' || status === 204 || status === 304) this.res.flushHeaders();
-      else this.res.write(EMPTY);
+      sendHeadNow(this.res, this.h2);
     }
   }
 
