@@ -4,6 +4,7 @@
 // reported at once, joined with "; ". Configuration errors exit 2 (main.ts).
 
 import { readFileSync } from 'node:fs';
+import { isIPv4, isIPv6 } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { ErrorCode, errorCode } from '../api/errors';
 import { FEATURE_GATES } from './featuregate';
@@ -31,7 +32,10 @@ function sharedPorts(c: DaemonConfig, peerListens: boolean, problems: string[]):
     { key: 'metricsBindAddress', host: metrics.host, port: metrics.port },
   ];
   if (peerListens) listeners.push({ key: 'peerPort', host: c.peerBindAddress, port: c.peerPort });
-  const overlap = (a: string, b: string) => a === b || isUnspecified(a) || isUnspecified(b);
+  const overlap = (a: string, b: string) => {
+    const [x, y] = [boundAddress(a), boundAddress(b)];
+    return x === y || x === ANY || y === ANY;
+  };
   for (let i = 0; i < listeners.length; i++) {
     for (let j = i + 1; j < listeners.length; j++) {
       const [a, b] = [listeners[i]!, listeners[j]!];
@@ -42,8 +46,25 @@ function sharedPorts(c: DaemonConfig, peerListens: boolean, problems: string[]):
   }
 }
 
-function isUnspecified(host: string): boolean {
-  return host === '0.0.0.0' || host === '::' || host === '';
+/** A listener's address that may be any (a wildcard, a host name, localhost): it overlaps every other. */
+const ANY = '*';
+
+/**
+ * The address a listener binds, one spelling per address: IPv6 compressed (::0, 0:0:0:0:0:0:0:1 and
+ * the like are :: and ::1), an IPv4-mapped one as its IPv4 address; ANY for a wildcard or a name
+ * (localhost is 127.0.0.1 and ::1, a host name whatever it resolves to). Helper 8 had two listeners
+ * on one port through `localhost` against 127.0.0.1 and through long IPv6 forms.
+ */
+function boundAddress(host: string): string {
+  if (isIPv4(host)) return host === '0.0.0.0' ? ANY : host;
+  if (!isIPv6(host)) return ANY;
+  const v6 = new URL(`http://[${host}]/`).hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
+  if (mapped) {
+    const [hi, lo] = [parseInt(mapped[1]!, 16), parseInt(mapped[2]!, 16)];
+    return boundAddress(`${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`);
+  }
+  return v6 === '::' ? ANY : v6;
 }
 
 /** Cross-field checks on the merged settings (each value is already valid). Throws InvalidConfigError. */

@@ -271,8 +271,13 @@ test('two listeners on one port are refused: with SO_REUSEPORT the kernel would 
   const peer = ['--peer-ca-file=ca.crt', '--tls-cert-file=a.crt', '--tls-private-key-file=a.key', '--requestheader-client-ca-file=rh.crt'];
   assert.throws(() => parse(...peer, '--peer-port=7000', '--metrics-bind-address=0.0.0.0:7000'), (e: Error) => shared(e, '--metrics-bind-address (metrics.bindAddress)', '--peer-port (peerServing.port)'));
   assert.equal(parse('--secure-port=7000', '--peer-port=7000').peerPort, 7000);
+  // One address spelled two ways (helper 8): localhost is 127.0.0.1 and ::1, IPv6 in any form, IPv4-mapped IPv6.
+  for (const [bind, metrics] of [['localhost', '127.0.0.1'], ['127.0.0.1', 'localhost'], ['127.0.0.1', 'LOCALHOST'], ['::1', '[0:0:0:0:0:0:0:1]'], ['127.0.0.1', '[::ffff:127.0.0.1]'], ['::', '127.0.0.1'], ['0:0:0:0:0:0:0:0', '[::1]'], ['127.0.0.1', '[::0]']]) {
+    assert.throws(() => parse(`--bind-address=${bind}`, '--secure-port=7000', `--metrics-bind-address=${metrics}:7000`), (e: Error) => shared(e, '--secure-port (serving.securePort)', '--metrics-bind-address (metrics.bindAddress)'), `${bind} and ${metrics}`);
+  }
   // Different addresses do not overlap; port 0 is a fresh port each time.
   assert.equal(parse('--secure-port=7000', '--metrics-bind-address=127.0.0.2:7000').securePort, 7000);
+  assert.equal(parse('--bind-address=::1', '--secure-port=7000', '--metrics-bind-address=127.0.0.1:7000').securePort, 7000);
   assert.equal(parse('--secure-port=0', '--metrics-bind-address=127.0.0.1:0').securePort, 0);
 });
 
