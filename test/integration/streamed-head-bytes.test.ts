@@ -2,17 +2,15 @@
 // upstream's bytes: an obs-text value (0xE9, RFC 9110 §5.5) stays one byte, on a 200, on a HEAD and
 // on a 204 or 304, which carry no body. node:http's flushHeaders() wrote the head as UTF-8 (C3 A9);
 // HEAD, 204 and 304 kept that bug after the 200 was fixed (helper 8).
-import { describe, test, before, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import tls from 'node:tls';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FRONTENDS } from '../support/frontends';
-import { startTestDaemon } from '../support/daemon';
+import { daemonInFront } from '../support/daemon';
 import { createCA } from '../../src/pki/throwaway';
-import type { Daemon } from '../../src/daemon';
 
 const API = JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: [{ metadata: { name: '' }, versions: [{ version: 'v1', resources: [{ resource: 'configmaps', scope: 'Namespaced', singularResource: 'configmap', verbs: ['get', 'list', 'watch'] }] }] }] });
 const APIS = JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: [] });
@@ -87,24 +85,10 @@ function headBytes(port: number, method: string, target: string): Promise<string
 
 for (const frontend of FRONTENDS) {
   describe(`a streamed answer's head keeps the upstream's bytes (${frontend} front end)`, () => {
-    let dir: string;
-    let up: Awaited<ReturnType<typeof rawAPIServer>>;
-    let d: Daemon;
-    before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'mvproxy-head-bytes-'));
-      up = await rawAPIServer(dir);
-      d = await startTestDaemon({ frontend, localAPIServer: up.url, localAPIServerCAFile: up.caFile, localAPIServerServerName: 'localhost' });
-      await d.publisher.refresh();
-    });
-    after(async () => {
-      await d?.close();
-      await up?.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
-
+    const s = daemonInFront(frontend, rawAPIServer);
     for (const [method, status] of [['GET', '200'], ['HEAD', '200'], ['GET', '204'], ['GET', '304']] as const) {
       test(`${method} watch answered ${status}: x-obs is caf + the one byte E9`, async () => {
-        const head = await headBytes(d.clientPort, method, `${WATCH}&status=${status}`);
+        const head = await headBytes(s.d.clientPort, method, `${WATCH}&status=${status}`);
         assert.match(head, new RegExp(`^HTTP/1.1 ${status} `), head);
         const line = head.split('\r\n').find((l) => l.toLowerCase().startsWith('x-obs:'));
         assert.equal(line && Buffer.from(line.slice(6).trim(), 'latin1').toString('hex'), '636166e9', `the value's bytes: ${JSON.stringify(line)}`);

@@ -7,15 +7,13 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import http2 from 'node:http2';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FRONTENDS } from '../support/frontends';
-import { startTestDaemon } from '../support/daemon';
+import { daemonInFront } from '../support/daemon';
 import { eventually } from '../support/poll';
 import { twoVersionPlane, OLD, NEW, AUTH } from '../support/plane';
 import { createCA } from '../../src/pki/throwaway';
-import type { Daemon } from '../../src/daemon';
 
 const WATCH = '/api/v1/namespaces/default/configmaps?watch=1';
 const API = JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: [{ metadata: { name: '' }, versions: [{ version: 'v1', resources: [{ resource: 'configmaps', scope: 'Namespaced', singularResource: 'configmap', verbs: ['get', 'list', 'watch'] }] }] }] });
@@ -95,29 +93,16 @@ function watchClient(port: number): { raw: string[]; lines: string[]; destroy():
 for (const frontend of FRONTENDS) {
   for (const h2 of [true, false]) {
     describe(`watches into an apiserver that offers ${h2 ? 'h2' : 'only http/1.1'} (${frontend} front end)`, () => {
-      let dir: string;
-      let up: Awaited<ReturnType<typeof watchServer>>;
-      let d: Daemon;
-      before(async () => {
-        dir = mkdtempSync(join(tmpdir(), 'mvproxy-h2-'));
-        up = await watchServer(dir, h2);
-        d = await startTestDaemon({ frontend, localAPIServer: up.url, localAPIServerCAFile: up.caFile, localAPIServerServerName: 'localhost' });
-        await d.publisher.refresh();
-      });
-      after(async () => {
-        await d?.close();
-        await up?.close();
-        rmSync(dir, { recursive: true, force: true });
-      });
+      const s = daemonInFront(frontend, (dir) => watchServer(dir, h2));
 
       test(`${N} watches: ${h2 ? `at most ${N / MAX_STREAMS + 2} connections` : 'one connection each'} into the apiserver; every event reaches every watcher; the head as HTTP/1.1 spells it; closed clients release their streams at once`, async () => {
-        const before = up.connections();
-        const clients = Array.from({ length: N }, () => watchClient(d.clientPort));
-        await eventually(() => up.watchers() === N, { what: `${N} watches open at the apiserver`, timeoutMs: 10_000 });
-        const opened = up.connections() - before;
+        const connectionsBefore = s.up.connections();
+        const clients = Array.from({ length: N }, () => watchClient(s.d.clientPort));
+        await eventually(() => s.up.watchers() === N, { what: `${N} watches open at the apiserver`, timeoutMs: 10_000 });
+        const opened = s.up.connections() - connectionsBefore;
         if (h2) assert.ok(opened <= N / MAX_STREAMS + 2, `${opened} connections into the apiserver for ${N} watches`);
         else assert.ok(opened >= N, `${opened} connections`);
-        for (let e = 0; e < 3; e++) up.broadcast(`{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"${e}"}}}`);
+        for (let e = 0; e < 3; e++) s.up.broadcast(`{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"${e}"}}}`);
         await eventually(() => clients.every((c) => c.lines.length === 3), { what: 'every watcher got the three events', timeoutMs: 10_000 });
         const head = clients[0]!.raw;
         const names = head.filter((_, i) => i % 2 === 0);
@@ -125,9 +110,9 @@ for (const frontend of FRONTENDS) {
         // node's client reads header bytes as latin1: the one byte 0xE9, not its UTF-8 spelling C3 A9.
         assert.equal(head[head.findIndex((n, i) => i % 2 === 0 && n.toLowerCase() === 'x-obs') + 1], 'caf\xe9', `obs-text relayed as its bytes: ${JSON.stringify(head)}`);
         for (const c of clients.slice(0, N / 2)) c.destroy();
-        await eventually(() => up.watchers() === N / 2, { what: 'the closed clients\' streams released at the apiserver', timeoutMs: 2000 });
+        await eventually(() => s.up.watchers() === N / 2, { what: 'the closed clients\' streams released at the apiserver', timeoutMs: 2000 });
         for (const c of clients.slice(N / 2)) c.destroy();
-        await eventually(() => up.watchers() === 0, { what: 'all released', timeoutMs: 2000 });
+        await eventually(() => s.up.watchers() === 0, { what: 'all released', timeoutMs: 2000 });
       });
     });
   }

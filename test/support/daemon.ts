@@ -1,7 +1,11 @@
 // In-process daemons for tests: DEFAULTS plus what a test sets, ephemeral ports, silent logs
 // (or a capturing logger).
+import { before, after } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startDaemon, type Daemon, type DaemonDeps } from '../../src/daemon';
-import { DEFAULTS, type DaemonConfig } from '../../src/config/types';
+import { DEFAULTS, type DaemonConfig, type Frontend } from '../../src/config/types';
 import { Metrics } from '../../src/telemetry/metrics';
 import { createLogger, silentLogger, type Logger } from '../../src/telemetry/log';
 
@@ -28,4 +32,33 @@ export function capturingLogger(): Logger & { lines: string[] } {
 
 export function startTestDaemon(over: Partial<DaemonConfig>, deps: DaemonDeps = {}): Promise<Daemon> {
   return startDaemon(testConfig(over), { log: silentLogger, metrics: new Metrics(), ...deps });
+}
+
+/** An apiserver a test starts on TLS: its origin, the CA file that verifies it (name `localhost`), and how to stop it. */
+export interface TLSUpstream {
+  url: string;
+  caFile: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Registers the suite's before/after hooks: `start` runs an apiserver in a directory of its own, a
+ * test daemon on `frontend` goes in front of it and has fetched discovery; both stop, and the
+ * directory goes, after the suite. Read `up` and `d` inside tests.
+ */
+export function daemonInFront<U extends TLSUpstream>(frontend: Frontend, start: (dir: string) => Promise<U>): { readonly up: U; readonly d: Daemon } {
+  let dir: string | undefined;
+  const s = {} as { up: U; d: Daemon };
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mvproxy-upstream-'));
+    s.up = await start(dir);
+    s.d = await startTestDaemon({ frontend, localAPIServer: s.up.url, localAPIServerCAFile: s.up.caFile, localAPIServerServerName: 'localhost' });
+    await s.d.publisher.refresh();
+  });
+  after(async () => {
+    await s.d?.close();
+    await s.up?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return s;
 }
