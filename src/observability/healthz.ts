@@ -94,6 +94,8 @@ export class HealthChecks {
    * is none of /livez, /readyz, /healthz and their /<name> children.
    */
   evaluate(path: string, query: string | URLSearchParams = ''): HealthResponse | undefined {
+    // Every GET asks (handler.ts): the usual path leaves before the regular expression runs.
+    if (!(path.startsWith('/livez') || path.startsWith('/readyz') || path.startsWith('/healthz'))) return undefined;
     const m = /^\/(livez|readyz|healthz)(?:\/([^/]+))?$/.exec(path);
     if (!m) return undefined;
     const endpoint = m[1] as HealthEndpoint;
