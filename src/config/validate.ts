@@ -58,6 +58,9 @@ const ANY = '*';
 function boundAddress(host: string): string {
   if (isIPv4(host)) return host === '0.0.0.0' ? ANY : host;
   if (!isIPv6(host)) return ANY;
+  // A zone (fe80::1%eth0) is part of the bind but not of a URL host: set aside, put back after.
+  const percent = host.indexOf('%');
+  if (percent >= 0) return `${boundAddress(host.slice(0, percent))}%${host.slice(percent + 1)}`;
   const v6 = new URL(`http://[${host}]/`).hostname.slice(1, -1);
   const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
   if (mapped) {

@@ -10,6 +10,15 @@ import type { Refusal } from './head-check';
 export const MAX_HEADER_BYTES = 16 * 1024;
 
 /**
+ * Header fields a request may have on node:http2 (maxHeaderListPairs; node's default is 128, and a
+ * watch with ~125 fields, or a certificate user's groups as identity headers, got its stream reset:
+ * a 503 on the peer route, helper 9). Go counts no fields, only bytes; 2,000 is node:http's
+ * maxHeadersCount on HTTP/1.1, and MAX_HEADER_BYTES binds first (RFC 7541 §4.1 counts 32 bytes a
+ * field: at most 512 fields in 16 KiB).
+ */
+export const MAX_HEADER_FIELDS = 2000;
+
+/**
  * Response headers to pass back to the client: hop-by-hop headers dropped, and Content-Length
  * reported separately because each front end writes it itself from the body it sends (writing it
  * twice would corrupt the response). mvproxy's own answers give the headers as a list; a relayed

@@ -13,7 +13,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { ListenerState, MAX_HEADER_BYTES, type Exchange, type RunningListener } from './exchange';
+import { ListenerState, MAX_HEADER_BYTES, MAX_HEADER_FIELDS, type Exchange, type RunningListener } from './exchange';
 import { NodeExchange, behindRefusal, isHTTP2 } from './node-http';
 import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
@@ -71,6 +71,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
           // HTTP/2 streams of one client share its connection: as many as Go's server allows (250), and a
           // header list the size node:http allows on HTTP/1.1.
           settings: { maxConcurrentStreams: 250, maxHeaderListSize: MAX_HEADER_BYTES },
+          maxHeaderListPairs: MAX_HEADER_FIELDS,
         },
         handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
       ) as unknown as http.Server)
@@ -153,6 +154,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
       ...o.policy,
       allowHTTP1: true,
       settings: { maxConcurrentStreams: 250, maxHeaderListSize: MAX_HEADER_BYTES },
+      maxHeaderListPairs: MAX_HEADER_FIELDS,
     },
     handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   ) as unknown as http.Server;

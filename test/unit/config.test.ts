@@ -278,6 +278,10 @@ test('two listeners on one port are refused: with SO_REUSEPORT the kernel would 
   // Different addresses do not overlap; port 0 is a fresh port each time.
   assert.equal(parse('--secure-port=7000', '--metrics-bind-address=127.0.0.2:7000').securePort, 7000);
   assert.equal(parse('--bind-address=::1', '--secure-port=7000', '--metrics-bind-address=127.0.0.1:7000').securePort, 7000);
+  // IPv6 zones (helper 9: the check threw a TypeError on them): one zone on both is one bind, two zones are two.
+  const tls = ['--tls-cert-file=a.crt', '--tls-private-key-file=a.key'];
+  assert.throws(() => parse(...tls, '--bind-address=::1%lo', '--secure-port=7000', '--metrics-bind-address=[0::1%lo]:7000'), (e: Error) => shared(e, '--secure-port (serving.securePort)', '--metrics-bind-address (metrics.bindAddress)'));
+  assert.equal(parse(...tls, '--bind-address=::1%lo', '--secure-port=7000', '--metrics-bind-address=[::1%eth0]:7000').securePort, 7000);
   assert.equal(parse('--secure-port=0', '--metrics-bind-address=127.0.0.1:0').securePort, 0);
 });
 
