@@ -32,16 +32,16 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
 
 FROM gcr.io/distroless/nodejs24-debian13:nonroot
 WORKDIR /app
-# NODE_OPTIONS: V8's young generation capped at 16 MiB per semi-space. Uncapped, Node 24 grows it
-# further under load (uws/get: RSS under load 310 MB, p99 31 ms, 2026-12-04). 4 MiB (the cap until
-# 2026-12-06) scavenged 4x as often and left major collections at steady load (76 scavenges a second,
-# 6 % of the time in GC, against 19 and 1.4 %): npm run bench -- --proxy-node-flags, uws/get, wrk, two
-# A/B runs of 3 rounds: p99 2.9-9.0 ms at 4 MiB against 1.7-5.6 at 16, 17.9-19.5 against 15.0-18.2
-# µs/req, RSS under load 198-201 against 184-189 MB; with 2,000 watches open ~15 MiB more (159 -> 174).
-# 8 MiB measured as 4. bench/targets.ts IMAGE_ENV mirrors this block (test/image/runtime-folder.test.ts checks it).
+# NODE_OPTIONS: V8's young generation capped at 4 MiB per semi-space. Uncapped, Node 24 grows it
+# further under load (uws/get: RSS under load 310 MB, p99 31 ms, 2026-12-04). At 4 MiB the tail at
+# GET saturation came from V8's allocation-site pretenuring, which src/cli/compile-cache.ts turns off
+# (it is not allowed in NODE_OPTIONS): with it on, 3-4 full mark-compacts per 5 s and p99 2.9-13 ms;
+# off, none and p99 1.8-3.8 ms in steady rounds. 16 MiB did as well on p99 but held ~15 MiB more with
+# 2,000 watches open and ~27 MB more under GET load (bench/README.md, the table of issue 18 changes).
+# bench/targets.ts IMAGE_ENV mirrors this block (test/image/runtime-folder.test.ts checks it).
 ENV NODE_ENV=production \
     UWS_HTTP_MAX_HEADERS_SIZE=16384 \
-    NODE_OPTIONS=--max-semi-space-size=16
+    NODE_OPTIONS=--max-semi-space-size=4
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

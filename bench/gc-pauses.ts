@@ -4,8 +4,10 @@
 // percentiles and the collections of the measured window (bench/gc-probe.cjs): how many, of which
 // kind, their pauses' p50/p99/max and their sum.
 //
-//   $(scripts/node-glibc.sh) --import tsx bench/gc-pauses.ts [--semi MiB] [--frontend uws|node]
-// --semi N: --max-semi-space-size=N for mvproxy (the image's NODE_OPTIONS otherwise).
+//   $(scripts/node-glibc.sh) --import tsx bench/gc-pauses.ts [--semi MiB] [--frontend uws|node] [--node-flags "..."]
+// --semi N: --max-semi-space-size=N for mvproxy (the image's NODE_OPTIONS otherwise); --node-flags: more
+// node/V8 flags for it (e.g. --allocation-site-pretenuring, which mvproxy turns off at start-up);
+// GC_FLAGS=1 also prints every collection that is not a scavenge.
 
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,7 +29,7 @@ async function main(): Promise<void> {
   const semi = num('--semi', 0);
   const be = await startBackend({ client: '1' });
   const pki = await makePKI(join(tmp, 'pki'), ['a']);
-  const nodeFlags = ['--require', join(__dirname, 'gc-probe.cjs'), ...(semi > 0 ? [`--max-semi-space-size=${semi}`] : [])];
+  const nodeFlags = ['--require', join(__dirname, 'gc-probe.cjs'), ...(semi > 0 ? [`--max-semi-space-size=${semi}`] : []), ...(str('--node-flags') ?? '').split(' ').filter(Boolean)];
   const frontend = str('--frontend') === 'node' ? 'node' : 'uws';
   const m = await startMvproxy({ name: 'a', frontend, localPort: be.portA, peers: {}, pki, runtime: 'dist', nodeFlags, cpus: '0' });
   try {
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
     const kinds: Record<string, number> = {};
     for (const e of entries) kinds[KIND[e[2]] ?? String(e[2])] = (kinds[KIND[e[2]] ?? String(e[2])] ?? 0) + 1;
     const at = (q: number) => (ms[Math.min(ms.length - 1, Math.floor(ms.length * q))] ?? 0).toFixed(2);
+    if (process.env.GC_FLAGS) console.log(JSON.stringify(entries.filter((e) => e[2] !== 1)));
     console.log(r.stdout.split('\n').filter((l) => /^\s+(50|90|99)%|Requests\/sec/.test(l)).join('\n'));
     console.log(`${frontend}, semi-space ${semi > 0 ? `${semi} MiB` : "the image's"}: ${entries.length} collections in 5 s ${JSON.stringify(kinds)}; pause p50 ${at(0.5)} p99 ${at(0.99)} max ${at(1)} ms; ${ms.reduce((a, b) => a + b, 0).toFixed(1)} ms in all`);
   } finally {

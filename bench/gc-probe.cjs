@@ -1,14 +1,15 @@
 // Preloaded into mvproxy by bench/gc-pauses.ts (`node --require`): every V8 collection's duration and
 // kind (perf_hooks 'gc' entries). SIGUSR2 starts a window; SIGUSR1 writes the window's entries as
-// JSON [startMs, durationMs, kind] to $MVPROXY_GC_OUT (kind: 1 scavenge, 2 minor mark-sweep, 4 full
-// mark-compact, 8 incremental marking, 16 weak callbacks).
+// JSON [startMs, durationMs, kind, flags] to $MVPROXY_GC_OUT (kind: 1 scavenge, 2 minor mark-sweep, 4
+// full mark-compact, 8 incremental marking, 16 weak callbacks; flags: perf_hooks.constants
+// NODE_PERFORMANCE_GC_FLAGS_*).
 'use strict';
 const { PerformanceObserver } = require('node:perf_hooks');
 const { writeFileSync } = require('node:fs');
 
 let entries = [];
 new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) entries.push([e.startTime, e.duration, e.detail ? e.detail.kind : 0]);
+  for (const e of list.getEntries()) entries.push([e.startTime, e.duration, e.detail ? e.detail.kind : 0, e.detail ? e.detail.flags : 0]);
 }).observe({ entryTypes: ['gc'] });
 process.on('SIGUSR2', () => {
   entries = [];

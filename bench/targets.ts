@@ -104,7 +104,7 @@ export interface Mvproxy {
 }
 
 /** The environment the image runs mvproxy with (the Dockerfile's ENV; test/image/runtime-folder.test.ts keeps them equal). */
-export const IMAGE_ENV: Readonly<Record<string, string>> = { NODE_ENV: 'production', UWS_HTTP_MAX_HEADERS_SIZE: '16384', NODE_OPTIONS: '--max-semi-space-size=16' };
+export const IMAGE_ENV: Readonly<Record<string, string>> = { NODE_ENV: 'production', UWS_HTTP_MAX_HEADERS_SIZE: '16384', NODE_OPTIONS: '--max-semi-space-size=4' };
 
 export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
   const certs = s.pki.nodes[s.name]!;
