@@ -29,7 +29,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../telemetry/log';
 
 export type HealthKind = 'livez' | 'readyz' | 'both';
-export type HealthEndpoint = 'livez' | 'readyz' | 'healthz';
+/** The endpoints, one list for the type, the cheap test and the path pattern. */
+const ENDPOINTS = ['livez', 'readyz', 'healthz'] as const;
+export type HealthEndpoint = (typeof ENDPOINTS)[number];
+/** /<endpoint> or /<endpoint>/<name>. */
+const ENDPOINT_PATH = new RegExp(`^/(${ENDPOINTS.join('|')})(?:/([^/]+))?$`);
 /** null/undefined = healthy; an Error = failing (its message is logged, and shown only on /<endpoint>/<name>). */
 export type HealthCheck = () => Error | null | undefined;
 
@@ -46,6 +50,13 @@ export interface HealthResponse {
 }
 
 const HEADERS = { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' };
+/** Whether the path starts with /<endpoint> (no allocation: this runs for every GET). */
+function namesAnEndpoint(path: string): boolean {
+  if (path.charCodeAt(0) !== 0x2f) return false;
+  for (const e of ENDPOINTS) if (path.startsWith(e, 1)) return true;
+  return false;
+}
+
 const NAME = /^[A-Za-z0-9][-A-Za-z0-9_.]*$/;
 
 export class HealthChecks {
@@ -95,8 +106,8 @@ export class HealthChecks {
    */
   evaluate(path: string, query: string | URLSearchParams = ''): HealthResponse | undefined {
     // Every GET asks (handler.ts): the usual path leaves before the regular expression runs.
-    if (!(path.startsWith('/livez') || path.startsWith('/readyz') || path.startsWith('/healthz'))) return undefined;
-    const m = /^\/(livez|readyz|healthz)(?:\/([^/]+))?$/.exec(path);
+    if (!namesAnEndpoint(path)) return undefined;
+    const m = ENDPOINT_PATH.exec(path);
     if (!m) return undefined;
     const endpoint = m[1] as HealthEndpoint;
     const entries = this.entries(endpoint);

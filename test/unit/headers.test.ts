@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { forwardRequestHeaders } from '../../src/upstream/request-head';
-import { carriesIdentity, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, responseHeadFrom } from '../../src/upstream/headers';
+import { carriesIdentity, connectionHeaderNames, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, responseHeadFrom } from '../../src/upstream/headers';
 import { CREDENTIAL_ID_KEY, type Identity } from '../../src/api/identity';
 
 test('headerKeyEscape: Go client-go transport table (non-token bytes and % become %XX, uppercase hex)', () => {
@@ -48,4 +48,26 @@ test('responseHeadFrom: hop-by-hop headers and those a Connection header names a
   assert.deepEqual(named, { headers: ['Audit-Id', 'a2'], contentLength: -1, contentType: '' });
   // Connection: keep-alive alone names nothing.
   assert.deepEqual(responseHeadFrom(raw('Connection', 'keep-alive', 'Etag', '"e"')).headers, ['Etag', '"e"']);
+});
+
+test('connectionHeaderNames: close, keep-alive and upgrade in any case and any list are options; every other token is a name to drop', () => {
+  const table: [string, string[]][] = [
+    ['keep-alive', []],
+    ['Keep-Alive', []],
+    ['KEEP-ALIVE', []],
+    ['close', []],
+    ['Upgrade', []],
+    [' keep-alive ,\tUpgrade\t', []],
+    ['', []],
+    [',,', []],
+    ['keep-alive, X-Trace', ['x-trace']],
+    ['X-Remote-User', ['x-remote-user']],
+    ['close,Authorization , te', ['authorization', 'te']],
+    // Near-misses are names: "keep\ralive" must not pass for keep-alive (CR | 0x20 is '-').
+    ['keep\ralive', ['keep\ralive']],
+    ['keep_alive', ['keep_alive']],
+    ['closed', ['closed']],
+    ['upgrades, clos', ['upgrades', 'clos']],
+  ];
+  for (const [value, names] of table) assert.deepEqual([...connectionHeaderNames(value)].sort(), names.sort(), JSON.stringify(value));
 });
