@@ -1,7 +1,10 @@
 // V8 heap bytes mvproxy allocates per request (issue 28 §3), counted, not timed: the exact bytes a
 // proxy process allocated between two signals (bench/alloc-probe.cjs, v8.GCProfiler) divided by the
 // requests sent in between, and the young-generation collections they cost. Per front end and route:
-// uWS and node (local route: a 2 KiB GET and a 100 KiB LIST), and the peer route (A and B apart).
+// uWS and node (local route: a 2 KiB GET and a 100 KiB LIST), and the peer route (A and B apart);
+// beside them the floor of each front end's local route (bench/floor-proxy.ts with the plain
+// HTTP/1.1 client, as bench/rate.ts's floor): the least code that relays a GET on this runtime, so
+// mvproxy's bytes per request read against what the design cannot go below.
 // Each scenario: 2,000 requests to warm up, then N (default 10,000) over 8 keep-alive connections.
 // Everything runs as in `npm run bench` (the compiled dist, the image's environment).
 //
@@ -16,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { ACCEPT_JSON, PATHS } from './payloads';
-import { buildDist, makePKI, startBackend, startMvproxy, type Mvproxy } from './targets';
+import { buildDist, makePKI, startBackend, startFloorProxy, startMvproxy, type Anchor, type Pinning } from './targets';
 import { sleep, type Proc } from './lib';
 import { has, list, num } from './args';
 
@@ -106,17 +109,43 @@ async function main(): Promise<void> {
     }
     const rows: Row[] = [];
     const sites: string[] = [];
-    const scenarios: [string, Mvproxy[], string][] = [
-      ['uws/get', [A], PATHS.get],
-      ['uws/list', [A], PATHS.list],
-      ['node/get', [C], PATHS.get],
-      ['node/list', [C], PATHS.list],
-      ['peer/get', [A, B], PATHS.peerGet],
-      ['peer/list', [A, B], PATHS.peerList],
+    // The floors: uWS or node:http in front, the plain HTTP/1.1 client behind, nothing else.
+    const pin: Pinning = {};
+    const floor = async (front: 'uws' | 'node'): Promise<Anchor> => {
+      const f = await startFloorProxy(be.portA, pin, front, 'plain', nodeFlags);
+      if ('skipped' in f) throw new Error(`the ${front} floor did not start: ${f.skipped}`);
+      procs.push(f.proc);
+      return f;
+    };
+    const floorUws = await floor('uws');
+    const floorNode = await floor('node');
+    /** A measured process: its pid, client port and the row's label. */
+    interface Measured {
+      proc: Proc;
+      port: number;
+      role: string;
+    }
+    // B serves the peer hop on its peer listener (--peer-frontend=auto: node:http2, HTTP/1.1 from A).
+    const a: Measured = { proc: A.proc, port: A.clientPort, role: 'mvproxy A (uws front end)' };
+    const b: Measured = { proc: B.proc, port: B.clientPort, role: 'mvproxy B (peer listener)' };
+    const c: Measured = { proc: C.proc, port: C.clientPort, role: 'mvproxy C (node front end)' };
+    const fu: Measured = { proc: floorUws.proc, port: floorUws.port, role: 'floor: uWS + plain client' };
+    const fn: Measured = { proc: floorNode.proc, port: floorNode.port, role: 'floor: node:http + plain client' };
+    const scenarios: [string, Measured[], string][] = [
+      ['uws/get', [a], PATHS.get],
+      ['floor/get', [fu], PATHS.get],
+      ['uws/list', [a], PATHS.list],
+      ['floor/list', [fu], PATHS.list],
+      ['node/get', [c], PATHS.get],
+      ['floor-node/get', [fn], PATHS.get],
+      ['node/list', [c], PATHS.list],
+      ['floor-node/list', [fn], PATHS.list],
+      ['peer/get', [a, b], PATHS.peerGet],
+      ['peer/list', [a, b], PATHS.peerList],
     ];
     for (const [scenario, ms, path] of scenarios) {
       if (ONLY.length > 0 && !ONLY.includes(scenario)) continue;
-      const port = ms[0]!.clientPort;
+      const port = ms[0]!.port;
       await send(port, path, WARMUP);
       await signal(ms.map((m) => m.proc));
       await send(port, path, N);
@@ -124,13 +153,12 @@ async function main(): Promise<void> {
       for (const m of ms) {
         const file = `${out}.${m.proc.pid}`;
         for (let i = 0; !existsSync(file); i++) {
-          if (i > 300) throw new Error(`${m.name}: no ${file} within 30 s`);
+          if (i > 300) throw new Error(`${m.role}: no ${file} within 30 s`);
           await sleep(100);
         }
         const r = JSON.parse(readFileSync(file, 'utf8')) as { bytes: number; collections: number };
         rmSync(file);
-        // B serves the peer hop on its peer listener (--peer-frontend=auto: node:http2, HTTP/1.1 from A).
-        const role = m === B ? 'mvproxy B (peer listener)' : `mvproxy ${m.name.toUpperCase()} (${m.frontend} front end)`;
+        const role = m.role;
         rows.push({ scenario, process: role, bytesPerRequest: Math.round(r.bytes / N), scavengesPer1000: +((r.collections * 1000) / N).toFixed(2) });
         if (SITES) sites.push(`\n${scenario}, ${role}: where its heap bytes were allocated (sampled)\n${topSites(`${out}.${m.proc.pid}.heapprofile`, TOP).join('\n')}`);
       }

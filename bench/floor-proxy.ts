@@ -44,7 +44,8 @@ const upstreamTLS = upstreamCA ? { ca: readFileSync(upstreamCA), cert: readFileS
 /** What a front end's response offers the relay. */
 interface Sink {
   /** length: the body's Content-Length, -1 when unknown (chunked). */
-  head(status: number, headers: [string, string][], length: number): void;
+  /** headers: flat [name, value, ...]. */
+  head(status: number, headers: string[], length: number): void;
   /** false: paused until onWritable */
   write(chunk: Buffer): boolean;
   end(): void;
@@ -66,13 +67,13 @@ class UndiciRelay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, status: number): void {
     if (this.sink.aborted) return;
     const raw = controller.rawHeaders as Buffer[];
-    const headers: [string, string][] = [];
+    const headers: string[] = [];
     let length = -1;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!.toString('latin1');
       const lower = name.toLowerCase();
       if (lower === 'content-length') length = Number(raw[i + 1]!.toString('latin1'));
-      else if (lower !== 'connection' && lower !== 'date' && lower !== 'transfer-encoding' && lower !== 'keep-alive') headers.push([name, raw[i + 1]!.toString('latin1')]);
+      else if (lower !== 'connection' && lower !== 'date' && lower !== 'transfer-encoding' && lower !== 'keep-alive') headers.push(name, raw[i + 1]!.toString('latin1'));
     }
     this.sink.onWritable = () => controller.resume();
     this.sink.head(status, headers, length);
@@ -190,38 +191,48 @@ class Upstream {
     if (!this.sink.write(d)) this.sock.pause();
   }
 
-  /** The status line and headers; false when refused. */
+  /**
+   * The status line and headers; false when refused. Scanned in place (no split, no trimmed copies,
+   * a flat list): what the head costs is the field strings uWS needs, which is the floor's point.
+   */
   private head(text: string): boolean {
-    const lines = text.split('\r\n');
-    const status = Number(lines[0]!.slice(9, 12));
-    if (!lines[0]!.startsWith('HTTP/1.') || !(status >= 100 && status < 600)) return this.fail('bad status line');
+    let eol = text.indexOf('\r\n');
+    if (eol === -1) eol = text.length;
+    const status = Number(text.slice(9, 12));
+    if (!text.startsWith('HTTP/1.') || !(status >= 100 && status < 600)) return this.fail('bad status line');
     if (status < 200 && status !== 101) return true; // interim: the real head follows
-    const headers: [string, string][] = [];
+    const headers: string[] = [];
     let length = -1;
     let chunked = false;
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const colon = line.indexOf(':');
-      if (colon <= 0) return this.fail('bad header line');
-      const name = line.slice(0, colon);
-      const value = line.slice(colon + 1).trim();
-      switch (name.toLowerCase()) {
-        case 'content-length':
+    for (let at = eol + 2; at < text.length; at = eol + 2) {
+      eol = text.indexOf('\r\n', at);
+      if (eol === -1) eol = text.length;
+      const colon = text.indexOf(':', at);
+      if (colon <= at || colon > eol) return this.fail('bad header line');
+      let a = colon + 1;
+      let b = eol;
+      while (a < b && (text.charCodeAt(a) === 32 || text.charCodeAt(a) === 9)) a++;
+      while (b > a && (text.charCodeAt(b - 1) === 32 || text.charCodeAt(b - 1) === 9)) b--;
+      const name = text.slice(at, colon);
+      switch (name.length === 14 || name.length === 17 || name.length === 10 || name.length === 4 ? name.toLowerCase() : '') {
+        case 'content-length': {
+          const value = text.slice(a, b);
           if (length !== -1 || !/^\d+$/.test(value)) return this.fail('bad Content-Length');
           length = Number(value);
           break;
+        }
         case 'transfer-encoding':
-          chunked = value.toLowerCase() === 'chunked';
+          chunked = text.slice(a, b).toLowerCase() === 'chunked';
           if (!chunked) return this.fail('unsupported Transfer-Encoding');
           break;
         case 'connection':
-          if (value.toLowerCase().includes('close')) this.reuse = false;
+          if (text.slice(a, b).toLowerCase().includes('close')) this.reuse = false;
           break;
         case 'keep-alive':
         case 'date':
           break;
         default:
-          headers.push([name, value]);
+          headers.push(name, text.slice(a, b));
       }
     }
     if (chunked && length !== -1) return this.fail('both Content-Length and chunked');
@@ -326,7 +337,7 @@ const COALESCE_MAX = 256 * 1024;
 
 function uwsSink(res: HttpResponse): Sink {
   let status = '';
-  let headers: [string, string][] = [];
+  let headers: string[] = [];
   let headPending = false;
   let headSent = false;
   let length = -1;
@@ -344,7 +355,7 @@ function uwsSink(res: HttpResponse): Sink {
         headPending = false;
         headSent = true;
         res.writeStatus(status);
-        for (const [k, v] of headers) res.writeHeader(k, v);
+        for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!);
       }
       if (last) res.end(chunk);
       else if (chunk) ok = res.write(chunk);
@@ -429,7 +440,7 @@ function nodeSink(res: ServerResponse): Sink {
     onAborted: null,
     head(status, headers, len) {
       res.statusCode = status;
-      for (const [k, v] of headers) res.setHeader(k, v);
+      for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
       if (len >= 0) res.setHeader('content-length', len);
     },
     write(chunk) {

@@ -309,9 +309,9 @@ export type FloorClient = 'undici' | 'plain';
  * stands on (issues 18, 28). Node ≥ 23 runs it without tsx (type stripping), so no loader thread adds
  * to its RSS, as none does to mvproxy's (dist build).
  */
-export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws', client: FloorClient = 'undici'): Promise<AnchorResult> {
+export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws', client: FloorClient = 'undici', nodeFlags: string[] = []): Promise<AnchorResult> {
   const name = `${client === 'undici' ? 'floor' : 'plain'}${front === 'uws' ? '' : '-node'}` as Anchor['name'];
-  const f = await spawnFloor(name, `http://127.0.0.1:${backendPort}`, [front, '--client', client], pin);
+  const f = await spawnFloor(name, `http://127.0.0.1:${backendPort}`, [front, '--client', client], pin, nodeFlags);
   return { name, version: `node ${process.version}`, proc: f.proc, port: f.port, pids: () => [f.proc.pid] };
 }
 
@@ -335,10 +335,10 @@ export async function startFloorPeer(backendPortB: number, pin: Pinning, pki: PK
   }
 }
 
-async function spawnFloor(name: string, origin: string, extra: string[], pin: Pinning): Promise<{ proc: Proc; port: number }> {
+async function spawnFloor(name: string, origin: string, extra: string[], pin: Pinning, nodeFlags: string[] = []): Promise<{ proc: Proc; port: number }> {
   const port = await freePort();
   const loader = Number(process.versions.node.split('.')[0]) >= 23 ? [] : ['--import', 'tsx'];
-  const proc = startProc(name, process.execPath, [...loader, join(__dirname, 'floor-proxy.ts'), String(port), origin, ...extra], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
+  const proc = startProc(name, process.execPath, [...nodeFlags, ...loader, join(__dirname, 'floor-proxy.ts'), String(port), origin, ...extra], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
   try {
     await proc.waitFor(/"listening"/, 20_000);
   } catch (e) {

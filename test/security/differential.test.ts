@@ -42,6 +42,8 @@ const unavailable = oracleUnavailable();
 const CASES = Number(process.env.MVPROXY_DIFF_CASES ?? 250);
 /** Generated cases stop after this long per pair (tests bound their load loops in count and time). */
 const PAIR_BUDGET_MS = 45_000;
+/** Generated cases that run per pair however long they take: a minimum counted against the clock could fail on a busy machine while the code is right (issue 40 §5). */
+const MIN_CASES = Math.min(CASES, 50);
 
 interface Pair {
   label: string;
@@ -222,14 +224,17 @@ describe('differential: Go net/http parses from mvproxy exactly what it parses f
         const end = Date.now() + PAIR_BUDGET_MS;
         const failures: string[] = [];
         let n = 0;
-        for (; n < CASES && Date.now() < end && failures.length < 10; n++) {
+        // The first MIN_CASES run whatever the clock says (a case is bounded by its own timeouts, ~4.5 s
+        // at most), so a slow machine runs fewer cases but never fails for it; the budget bounds the rest.
+        for (; n < CASES && (n < MIN_CASES || Date.now() < end) && failures.length < 10; n++) {
           const c = g.next();
+          const t0 = Date.now();
           const problems = await run(c, a, pair);
+          if (process.env.DIFF_SLOW && Date.now() - t0 > 500) console.log('SLOW', Date.now() - t0, c.name, JSON.stringify((c.h1 ?? Buffer.concat(c.h2!.flatMap((r) => r.fields.flat()))).toString('latin1').slice(0, 300)));
           if (problems.length) failures.push(`${c.name} ${JSON.stringify((c.h1 ?? Buffer.concat(c.h2!.flatMap((r) => r.fields.flat()))).toString('latin1').slice(0, 400))}:\n    ${problems.join('\n    ')}`);
         }
         t.diagnostic(`${n} generated cases run`);
         assert.deepEqual(failures, [], seedLine(seed));
-        assert.ok(n >= Math.min(CASES, 50), `at least 50 cases within the budget (ran ${n})`);
         if (pair.tlsUpstream) assert.ok((h2Forwarded.get(pair) ?? 0) > 0, 'Go parsed watches from mvproxy over HTTP/2');
         t.diagnostic(`${h2Forwarded.get(pair) ?? 0} request(s) reached Go over HTTP/2`);
       });
