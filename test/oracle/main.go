@@ -79,11 +79,36 @@ type recorder struct {
 	seq      int
 	requests []Recorded
 	errors   []ProtocolError
+	// inflight counts handlers still reading a body to record: a request is recorded after its body,
+	// so one whose client closed mid-body is recorded just after the close, and GET /log waits for
+	// it (the test read the log of the client's direct bytes before Go had recorded such a request,
+	// and judged mvproxy's copy of it "one request more").
+	inflight int
+}
+
+func (r *recorder) begin() {
+	r.mu.Lock()
+	r.inflight++
+	r.mu.Unlock()
+}
+
+// settled locks r once no handler is still recording, or after 2 s (a body that never ends).
+func (r *recorder) settled() {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		r.mu.Lock()
+		if r.inflight == 0 || time.Now().After(deadline) {
+			return
+		}
+		r.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func (r *recorder) add(x Recorded) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.inflight--
 	r.seq++
 	x.Seq = r.seq
 	if len(r.requests) < 100000 {
@@ -215,6 +240,7 @@ func (l *tlsTerminator) Accept() (net.Conn, error) {
 const aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 func record(rec *recorder, role string, r *http.Request) {
+	rec.begin()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	names := make([]string, 0, len(r.Header))
 	for k := range r.Header {
@@ -355,7 +381,7 @@ func main() {
 	go func() { _ = tlsSrv.ServeTLS(tl, "", "") }()
 	control := http.NewServeMux()
 	control.HandleFunc("/log", func(w http.ResponseWriter, r *http.Request) {
-		rec.mu.Lock()
+		rec.settled()
 		defer rec.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"requests": rec.requests, "errors": rec.errors})
