@@ -44,14 +44,18 @@ interface HeapNode {
 function topSites(file: string, top = 12): string[] {
   const bySite = new Map<string, number>();
   let total = 0;
-  const walk = (n: HeapNode) => {
+  // A builtin's or Node's allocation (a Uint8Array view, a split) is named with the nearest caller
+  // of the program's own that asked for it.
+  const walk = (n: HeapNode, caller: string) => {
     const where = n.callFrame.url.replace(/^.*\/(bench\/\.build\/|node_modules\/)/, '$1').replace(/^file:\/\//, '');
-    const key = `${n.callFrame.functionName || '(anonymous)'} ${where}:${n.callFrame.lineNumber + 1}`;
+    const self = `${n.callFrame.functionName || '(anonymous)'} ${where}:${n.callFrame.lineNumber + 1}`;
+    const own = where !== '' && !where.startsWith('node:');
+    const key = own ? self : `${self} ← ${caller}`;
     bySite.set(key, (bySite.get(key) ?? 0) + n.selfSize);
     total += n.selfSize;
-    n.children.forEach(walk);
+    for (const c of n.children) walk(c, own ? self : caller);
   };
-  walk((JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode }).head);
+  walk((JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode }).head, '(root)');
   return [...bySite].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
 }
 

@@ -23,3 +23,48 @@ export const NotSentHeader = 'x-mvproxy-not-sent';
  * lengths (listener/head-check.ts identityLengthsProblem). Never forwarded from a client.
  */
 export const IdentityLengthsHeader = 'x-mvproxy-identity-lengths';
+
+/**
+ * Whether a comma-separated header list (RFC 9110 §5.6.1) holds `token` (lowercase ASCII), in any
+ * case, optional whitespace around it. Scanned in place, no array and no strings (Connection is
+ * read on every request).
+ */
+export function listHasToken(list: string, token: string): boolean {
+  for (let start = 0, end = 0; start <= list.length; start = end + 1) {
+    end = list.indexOf(',', start);
+    if (end < 0) end = list.length;
+    const a = owsStart(list, start, end);
+    if (tokenIs(list, a, owsEnd(list, a, end), token)) return true;
+  }
+  return false;
+}
+
+/** The first index of list[a, b) past optional whitespace (SP, HTAB: RFC 9110 §5.6.3). */
+export function owsStart(list: string, a: number, b: number): number {
+  while (a < b && isOWS(list.charCodeAt(a))) a++;
+  return a;
+}
+
+/** The end of list[a, b) without its trailing optional whitespace. */
+export function owsEnd(list: string, a: number, b: number): number {
+  while (b > a && isOWS(list.charCodeAt(b - 1))) b--;
+  return b;
+}
+
+/**
+ * Whether list[a, b) is `token` (lowercase ASCII) in any ASCII case. `| 0x20` lowercases a letter
+ * (only A-Z and a-z map onto a-z); anything else is compared exactly, since CR (0x0d) | 0x20 is '-'.
+ */
+export function tokenIs(list: string, a: number, b: number, token: string): boolean {
+  if (b - a !== token.length) return false;
+  for (let i = 0; i < token.length; i++) {
+    const c = list.charCodeAt(a + i);
+    const want = token.charCodeAt(i);
+    if (c !== want && (want < 0x61 || want > 0x7a || (c | 0x20) !== want)) return false;
+  }
+  return true;
+}
+
+function isOWS(c: number): boolean {
+  return c === 0x20 || c === 0x09;
+}

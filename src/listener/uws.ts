@@ -31,6 +31,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ResponseHead, type RunningListener } from './exchange';
 import { CertificateUsers, certificateRefusal, isRefusal, type Identity } from '../api/identity';
 import { goCommonName } from '../api/x509-name';
+import { listHasToken } from '../api/headers';
 import { X509Certificate } from 'node:crypto';
 import { codedError, ErrorCode } from '../api/errors';
 import { HeadCheck, contentLengthValue, expectationRefusal, identityLengthsProblem, type Refusal } from './head-check';
@@ -264,7 +265,10 @@ export class UwsResponse implements ClientResponse {
       this.writeHeadNow(this.closing());
       if (total >= 0) {
         const before = this.res.getWriteOffset();
-        const [sent, finished] = this.res.tryEnd(chunk, total);
+        // Indexed, not destructured: array destructuring runs the iterator protocol (an allocation per response).
+        const tried = this.res.tryEnd(chunk, total);
+        const sent = tried[0];
+        const finished = tried[1];
         if (finished) this.done = true;
         else if (!sent) {
           // Not all of it went out: keep the rest for onWritable, which reports the new offset.
@@ -283,7 +287,9 @@ export class UwsResponse implements ClientResponse {
     if (this.aborted) return true;
     if (this.pending) {
       const rest = this.pending.subarray(offset - this.pendingOffset);
-      const [sent, finished] = this.res.tryEnd(rest, this.length);
+      const tried = this.res.tryEnd(rest, this.length);
+      const sent = tried[0];
+      const finished = tried[1];
       if (finished) this.done = true;
       if (!sent && !finished) return false;
       this.pending = null;
@@ -407,11 +413,6 @@ function isDate(name: string): boolean {
   return name.length === 4 && (name.charCodeAt(0) | 0x20) === 0x64 && name.toLowerCase() === 'date';
 }
 
-/** A Connection field value lists the token `close`. */
-function hasCloseToken(v: string): boolean {
-  for (const t of v.split(',')) if (t.trim().toLowerCase() === 'close') return true;
-  return false;
-}
 
 function hasConnectionClose(h: readonly string[]): boolean {
   for (let i = 0; i < h.length; i += 2) if (h[i] === 'connection' && h[i + 1] === 'close') return true;
@@ -466,7 +467,7 @@ class UwsExchange implements Exchange {
       else if (k === 'connection') {
         // This build reads the first Connection field only, and only an exact `close` in it
         // (measured): `close` anywhere else, as Go reads it, left the connection open.
-        if (hasCloseToken(v) && (connections > 0 || v.trim().toLowerCase() !== 'close')) closeAsked = true;
+        if (listHasToken(v, 'close') && (connections > 0 || v.trim().toLowerCase() !== 'close')) closeAsked = true;
         connections++;
       }
     });

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { forwardRequestHeaders } from '../../src/upstream/request-head';
 import { carriesIdentity, connectionHeaderNames, headerKeyEscape, IdentityHeaderRules, ownPeerIdentityHeaders, responseHeadFrom } from '../../src/upstream/headers';
 import { CREDENTIAL_ID_KEY, type Identity } from '../../src/api/identity';
+import { listHasToken } from '../../src/api/headers';
 
 test('headerKeyEscape: Go client-go transport table (non-token bytes and % become %XX, uppercase hex)', () => {
   const table: [string, string][] = [
@@ -70,4 +71,21 @@ test('connectionHeaderNames: close, keep-alive and upgrade in any case and any l
     ['upgrades, clos', ['upgrades', 'clos']],
   ];
   for (const [value, names] of table) assert.deepEqual([...connectionHeaderNames(value)].sort(), names.sort(), JSON.stringify(value));
+});
+
+test('listHasToken: a token of a comma-separated list in any ASCII case, SP/HTAB around it; nothing else passes for it', () => {
+  const table: [string, boolean][] = [
+    ['close', true],
+    ['Close', true],
+    ['keep-alive, CLOSE', true],
+    ['\tclose\t,x', true],
+    ['closed', false],
+    ['clos', false],
+    ['x-close', false],
+    ['\u00a0close', false], // NBSP is not optional whitespace (Go's hasToken does not take it either)
+    ['close\u00a0', false],
+    ['', false],
+    [',', false],
+  ];
+  for (const [v, want] of table) assert.equal(listHasToken(v, 'close'), want, JSON.stringify(v));
 });
