@@ -188,36 +188,21 @@ export function headCarriesIdentity(headers: readonly string[], o: Pick<RequestH
 }
 
 /**
- * requestHeaders2's sink: repeated fields as arrays (each element is written as its own field, so
- * every X-Remote-Group line stays one group). The object has no prototype: a client's field named
- * `constructor` or `__proto__` is a field like any other (with `{}` it met Object.prototype's and
- * crashed the daemon: helper 6, 2026-12-06).
- */
-class ObjectSink implements FieldSink {
-  readonly out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
-  constructor(first: Record<string, string>) {
-    for (const k of Object.keys(first)) this.out[k] = first[k]!;
-  }
-  field(name: string, value: string): void {
-    const prev = this.out[name];
-    this.out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-  }
-}
-
-/**
  * The same request as HTTP/2 fields (a long-running request on a shared HTTP/2 session,
- * upstream/h2/attempt.ts): pseudo-headers instead of the request line and Host, then the same
- * fields as requestHead. Throws UnsafeFieldError.
+ * upstream/h2/attempt.ts), a flat [name, value, ...] list for hpack.ts encodeFields: pseudo-headers
+ * instead of the request line and Host, then the same fields as requestHead, in their order.
+ * Throws UnsafeFieldError.
  */
-export function requestHeaders2(method: string, target: string, headers: readonly string[], o: RequestHeadOptions): Record<string, string | string[]> {
+export function requestHeaders2(method: string, target: string, headers: readonly string[], o: RequestHeadOptions): string[] {
   checkLine(method, target, o.host);
-  const sink = new ObjectSink({ ':method': method, ':path': target, ':authority': o.host, ':scheme': 'https' });
+  const sink = new ListSink();
+  sink.out.push(':method', method, ':path', target, ':authority', o.host, ':scheme', 'https');
   forwardedFields(headers, o, sink, false);
   if (o.bodyLength >= 0) sink.field('content-length', String(o.bodyLength));
   return sink.out;
 }
 
-/** forwardRequestHeaders' sink: a flat [name, value, ...] list. */
+/** requestHeaders2's and forwardRequestHeaders' sink: a flat [name, value, ...] list. */
 class ListSink implements FieldSink {
   readonly out: string[] = [];
   field(name: string, value: string): void {

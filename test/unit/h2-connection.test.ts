@@ -16,7 +16,7 @@ import { eventually } from '../support/poll';
 
 const WINDOW = 256 * 1024;
 const OPTIONS = { streamWindow: WINDOW, connectionWindow: 1 << 30, maxHeaderListBytes: 64 * 1024 };
-const GET = (path: string) => encodeFields({ ':method': 'GET', ':path': path, ':scheme': 'http', ':authority': '127.0.0.1' });
+const GET = (path: string) => encodeFields([':method', 'GET', ':path', path, ':scheme', 'http', ':authority', '127.0.0.1']);
 
 /** A sink that records everything; `pauseAt`: returns false from data() once that many bytes arrived. */
 class Recorder implements H2StreamSink {

@@ -91,13 +91,14 @@ export class H2Attempt implements Attempt, H2StreamSink {
   constructor(
     private readonly report: AttemptReport,
     private readonly origin: H2Origin,
-    headers: Record<string, string | string[]>,
+    /** requestHeaders2's flat list, :method first. */
+    headers: readonly string[],
     private readonly fromAPIServer: boolean,
     /** The same request on HTTP/1.1, for an upstream that speaks no h2. */
     private readonly h1: () => Attempt,
   ) {
     this.block = encodeFields(headers);
-    this.isHead = headers[':method'] === 'HEAD';
+    this.isHead = headers[0] === ':method' && headers[1] === 'HEAD';
   }
 
   start(): void {

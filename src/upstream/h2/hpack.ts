@@ -192,15 +192,23 @@ function pushInt(out: number[], first: number, prefixBits: number, n: number): v
 }
 
 /**
- * Fields as literals without indexing, new names, no Huffman (RFC 7541 §6.2.2). Names and values
- * are latin1 strings (one byte a character), as request-head.ts checked them; an array value is one
- * field per element. Names go lowercase (RFC 9113 §8.2.1). This is the HTTP/2 writer's last look at
- * the bytes: a name that is no token (pseudo-headers aside) or a value Go would refuse, a character
- * above U+00FF included, throws UnsafeFieldError and nothing is written.
+ * Fields as literals without indexing, new names, no Huffman (RFC 7541 §6.2.2), from a flat
+ * [name, value, ...] list in the order to write (repeated names stay lines of their own, so every
+ * X-Remote-Group line stays one group). Names and values are latin1 strings (one byte a
+ * character), as request-head.ts checked them. Names go lowercase (RFC 9113 §8.2.1). This is the
+ * HTTP/2 writer's last look at the bytes: a name that is no token (pseudo-headers aside), a value
+ * Go would refuse (a character above U+00FF included) or an entry that is not a string throws
+ * UnsafeFieldError and nothing is written. The pseudo-header fields go first whatever the list's
+ * order (RFC 9113 §8.3): a client's header named `0` once went out ahead of :method (from an
+ * object, which lists index-like keys first) and Go's server and node:http2 reset the stream (a
+ * 503 for any watch carrying it: helper 8).
  */
-export function encodeFields(fields: Record<string, string | string[]>): Buffer {
+export function encodeFields(fields: readonly string[]): Buffer {
+  if (fields.length % 2 !== 0) throw new UnsafeFieldError('name', 'a field without a value');
   const out: number[] = [];
-  const one = (name: string, value: string) => {
+  const one = (field: unknown, value: unknown) => {
+    if (typeof field !== 'string' || typeof value !== 'string') throw new UnsafeFieldError('value', `${String(field)}: not a string`);
+    let name = field;
     if (name.charCodeAt(0) === 0x3a /* : */ ? !isToken(name.slice(1)) : !isToken(name)) throw new UnsafeFieldError('name', name);
     if (!validHeaderFieldValue(value)) throw new UnsafeFieldError('value', value);
     name = name.toLowerCase();
@@ -210,18 +218,11 @@ export function encodeFields(fields: Record<string, string | string[]>): Buffer 
     pushInt(out, 0, 7, value.length);
     for (let i = 0; i < value.length; i++) out.push(value.charCodeAt(i) & 0xff);
   };
-  // Own keys only, and only strings: nothing an object's prototype carries is ever a field. The
-  // pseudo-header fields first (RFC 9113 §8.3): an object lists keys that look like array indexes
-  // ("0", "123") before all others, so a client's header named 0 went out ahead of :method and
-  // Go's server and node:http2 reset the stream (a 503 for any watch carrying it: helper 8).
-  const names = Object.keys(fields);
-  for (const pseudo of [true, false]) {
-    for (const name of names) {
-      if ((name.charCodeAt(0) === 0x3a) /* : */ !== pseudo) continue;
-      const v = fields[name];
-      if (typeof v === 'string') one(name, v);
-      else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) one(name, x);
-      else throw new UnsafeFieldError('value', `${name}: not a string`);
+  for (let pass = 0; pass < 2; pass++) {
+    for (let i = 0; i < fields.length; i += 2) {
+      const name = fields[i];
+      const pseudo = typeof name === 'string' && name.charCodeAt(0) === 0x3a; /* : */
+      if (pseudo === (pass === 0)) one(name, fields[i + 1]);
     }
   }
   return Buffer.from(out);
