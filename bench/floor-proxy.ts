@@ -17,7 +17,8 @@
 // are asked for and verified, as on mvproxy's peer listener); --upstream-ca F --upstream-cert F
 // --upstream-key F --upstream-servername S dial an https origin with a client certificate.
 //
-// --identity-from-cert: the client certificate's CN and O as X-Remote-User/-Group (below; bench/rate.ts's floor).
+// --identity-from-cert: the client certificate's CN and O as X-Remote-User/-Group (below; bench/rate.ts's floors).
+// On the node front end, --tls-cert serves HTTP/2 and HTTP/1.1 by ALPN (node:http2's compatibility API).
 //
 // Runs without tsx (Node ≥ 23 strips the types: only erasable syntax here, CommonJS), so its RSS is
 // the process's own and not that of tsx's loader thread too; undici is loaded only by its floor.
@@ -484,6 +485,26 @@ function identityLines(res: HttpResponse): string {
   return lines;
 }
 
+/** --identity-from-cert on the node front end: the verified certificate's CN and O, one parse per connection. */
+const nodeIdentities = new WeakMap<object, string>();
+function nodeIdentityLines(req: IncomingMessage): string {
+  const sock = req.socket as import('node:tls').TLSSocket;
+  // HTTP/2 hands each stream a proxy of the session's socket: the session is the connection's key.
+  const key = ((req as unknown as { stream?: { session?: object } }).stream?.session ?? sock) as object;
+  let lines = nodeIdentities.get(key);
+  if (lines === undefined) {
+    lines = '';
+    if (sock.authorized) {
+      const subject = sock.getPeerCertificate().subject;
+      const user = subject?.CN;
+      const group = subject?.O;
+      lines = (user ? `x-remote-user: ${String(user)}\r\n` : '') + (group ? `x-remote-group: ${String(group)}\r\n` : '');
+    }
+    nodeIdentities.set(key, lines);
+  }
+  return lines;
+}
+
 // Exits through process.exit, so that `node --cpu-prof` writes its profile.
 process.once('SIGTERM', () => process.exit(0));
 
@@ -492,24 +513,35 @@ function listening(port: number): void {
 }
 
 if (front === 'node') {
-  const http = require('node:http') as typeof import('node:http');
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req: IncomingMessage, res: ServerResponse) => {
+  const cert = opt('--tls-cert');
+  const ca = opt('--client-ca');
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     const raw = req.rawHeaders;
     if (client === 'plain') {
-      let lines = '';
+      let lines = IDENTITY ? nodeIdentityLines(req) : '';
       for (let i = 0; i < raw.length; i += 2) {
         const k = raw[i]!.toLowerCase();
-        if (k !== 'host' && k !== 'connection') lines += `${raw[i]}: ${raw[i + 1]}\r\n`;
+        // HTTP/2's pseudo-header fields (':path', ...) are the request line's, not fields to relay.
+        if (k !== 'host' && k !== 'connection' && k.charCodeAt(0) !== 58 && !(IDENTITY && k.startsWith('x-remote-'))) lines += `${raw[i]}: ${raw[i + 1]}\r\n`;
       }
       return plainRequest(req.method!, req.url!, lines, nodeSink(res));
     }
     const headers: string[] = [];
     for (let i = 0; i < raw.length; i += 2) {
       const k = raw[i]!.toLowerCase();
-      if (k !== 'host' && k !== 'connection') headers.push(k, raw[i + 1]!);
+      if (k !== 'host' && k !== 'connection' && k.charCodeAt(0) !== 58) headers.push(k, raw[i + 1]!);
     }
     undiciRequest(req.method!, req.url!, headers, nodeSink(res));
-  });
+  };
+  // With --tls-cert: node:http2's compatibility API, HTTP/2 and HTTP/1.1 by ALPN as mvproxy's node
+  // front end serves them; with --client-ca a client certificate is asked for and verified, and a
+  // client without one still gets through (bearer tokens), as on mvproxy and the uWS floor.
+  const server = cert
+    ? (require('node:http2') as typeof import('node:http2')).createSecureServer(
+        { allowHTTP1: true, cert: readFileSync(cert), key: readFileSync(opt('--tls-key')!), ...(ca ? { ca: readFileSync(ca), requestCert: true, rejectUnauthorized: false } : {}) },
+        handler as never,
+      )
+    : (require('node:http') as typeof import('node:http')).createServer({ keepAliveTimeout: 60_000 }, handler);
   server.listen(Number(portArg), '127.0.0.1', () => listening(Number(portArg)));
 } else {
   // The native addon is CommonJS only (src/listener/uws.ts loads it the same way).

@@ -27,6 +27,8 @@
 //   nginx-h1  the same nginx without h2 towards the client (HTTP/1.1, as the uWS path)
 //   floor     the floor of the uWS path: uWS + a plain HTTP/1.1 client (bench/floor-proxy.ts), the
 //             certificate's CN and O as X-Remote-User/-Group, TLS with the front-proxy certificate
+//   floor-node  the floor of the node path: node:http2's compatibility API (h2 by ALPN, as mvproxy's
+//             node front end) + the same plain client and identity
 // The load generator is test/kube/go/cmd/rateclient (built by scripts/kube-build.sh). Writes
 // bench/results/rate-<timestamp>.json and prints a table. Bounded: every client run is killed 30 s
 // past its schedule, the whole run stops past --time-limit-s.
@@ -196,15 +198,15 @@ ${server(h1Port, false)}
 }
 
 /**
- * The floor of mvproxy's local route at this rate (bench/floor-proxy.ts, uWS + the plain client):
+ * The floor of mvproxy's local route at this rate (bench/floor-proxy.ts, uWS or node:http2 + the plain client):
  * TLS to the client asking for its certificate (verified against the cluster CA), the certificate's
  * CN and O as X-Remote-User/-Group, TLS with the front-proxy client certificate and keep-alive to the
  * apiserver. The least code on mvproxy's runtime that does what nginx does here.
  */
-async function startRateFloor(plane: KubeControlPlane, apiPort: number): Promise<{ proc: KubeProc; url: string }> {
+async function startRateFloor(plane: KubeControlPlane, apiPort: number, front: 'uws' | 'node'): Promise<{ proc: KubeProc; url: string }> {
   const pki = plane.pki;
   const port = await freePort();
-  const args = [join(__dirname, 'floor-proxy.ts'), String(port), `https://127.0.0.1:${apiPort}`, 'uws', '--client', 'plain', '--identity-from-cert',
+  const args = [join(__dirname, 'floor-proxy.ts'), String(port), `https://127.0.0.1:${apiPort}`, front, '--client', 'plain', '--identity-from-cert',
     '--tls-cert', pki.apiserverCert, '--tls-key', pki.apiserverKey, '--client-ca', pki.caFile,
     '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey, '--upstream-servername', 'kubernetes'];
   const proc = startProcess('floor', process.execPath, args, plane.dir, { ...IMAGE_ENV });
@@ -450,11 +452,12 @@ async function main(): Promise<void> {
       }
       const master = n.proc.child.pid!;
       paths.push({ id, label: id === 'nginx' ? 'nginx, TLS both sides (h2 to the client)' : 'nginx, TLS both sides (HTTP/1.1 to the client)', url: `https://127.0.0.1:${id === 'nginx' ? n.port : n.h1Port}`, proxy: { name: id, pids: () => [master, ...childPids(master)], idle: 0 } });
-    } else if (id === 'floor') {
-      const f = await startRateFloor(plane, api.port);
+    } else if (id === 'floor' || id === 'floor-node') {
+      const f = await startRateFloor(plane, api.port, id === 'floor' ? 'uws' : 'node');
       cleanups.push(() => f.proc.stop(5000));
-      paths.push({ id, label: 'floor: uWS + a plain HTTP/1.1 client, TLS both sides (bench/floor-proxy.ts)', url: f.url, proxy: { name: 'floor', pids: () => [f.proc.child.pid!], idle: 0 } });
-      log(`floor: pid ${f.proc.child.pid}, ${f.url}`);
+      const label = id === 'floor' ? 'floor: uWS + a plain HTTP/1.1 client, TLS both sides (bench/floor-proxy.ts)' : 'floor-node: node:http2 (h2 by ALPN) + a plain HTTP/1.1 client, TLS both sides (bench/floor-proxy.ts)';
+      paths.push({ id, label, url: f.url, proxy: { name: id, pids: () => [f.proc.child.pid!], idle: 0 } });
+      log(`${id}: pid ${f.proc.child.pid}, ${f.url}`);
     } else skipped.push({ path: id, reason: 'unknown path' });
   }
 
