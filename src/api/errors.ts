@@ -111,6 +111,16 @@ export const ERRORS = {
    */
   MVP_ERR_BAD_HEADER_FIELD: { scope: 'answered', status: 400, reason: 'BadRequest', message: 'invalid header field' },
   /**
+   * A request's header list is larger than its next hop takes (RFC 9113 §6.5.2 counts each field's
+   * name and value and 32 bytes): on an HTTP/2 listener, above MAX_HEADER_BYTES, which node:http2
+   * applies only once the client acknowledged the SETTINGS that say it (listener/node-http.ts); or
+   * above the SETTINGS_MAX_HEADER_LIST_SIZE of the upstream's HTTP/2 connection (upstream/h2/attempt.ts),
+   * where the server would have ended the whole connection, every other client's watch on it too
+   * (helper 10: ~6 KB of HPACK references decoded to 8 MB and closed the shared connection). Go's
+   * server answers 431 to the first and its Transport refuses the second alone. Nothing was sent.
+   */
+  MVP_ERR_HEADER_LIST_TOO_LARGE: { scope: 'answered', status: 431, reason: 'BadRequest', message: 'request header fields too large', notSent: true },
+  /**
    * The one writer of upstream request heads refused a field (upstream/request-head.ts): a
    * method, target, name or value with a byte no request line or field line may carry (CR, LF, NUL,
    * a control byte, a character above U+00FF). Nothing was written. The front ends refuse all of

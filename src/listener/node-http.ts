@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { ClientResponse, Exchange, ListenerState, ResponseHead } from './exchange';
+import { MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ListenerState, type ResponseHead } from './exchange';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import { ErrorCode } from '../api/errors';
 import { HeadCheck, contentLengthValue, expectationRefusal, type Refusal } from './head-check';
@@ -181,7 +181,12 @@ export class NodeExchange implements Exchange {
     let sawLength = false;
     let expect: string | undefined;
     const h2 = isHTTP2(req);
-    for (let i = 0; i < raw.length; i += 2) {
+    // HTTP/2's header list, counted before anything else reads it (RFC 9113 §6.5.2: name, value and
+    // 32 bytes a field, pseudo-header fields too, as Go's server counts): node:http2 applies the
+    // MAX_HEADER_BYTES it advertises only once the client acknowledged its SETTINGS, and a client
+    // that never does had ~6 KB of HPACK references decoded into 8 MB of fields and forwarded.
+    const tooLarge = h2 && headerListBytes(raw) > MAX_HEADER_BYTES;
+    for (let i = 0; i < raw.length && !tooLarge; i += 2) {
       const name = raw[i].toLowerCase();
       if (name.charCodeAt(0) === 0x3a /* : */) continue; // HTTP/2 pseudo-headers (:method, :path, :authority, :scheme)
       const value = check.field(name, raw[i + 1]);
@@ -202,7 +207,9 @@ export class NodeExchange implements Exchange {
     // It takes "HTTP/2.0" on an HTTP/1.1 connection too (Go: 505); that is not an HTTP/2 stream.
     // HTTP/1.1 needs a Host field (Go: "missing required Host header"); HTTP/2 has :authority.
     const lineRefusal = h2 || req.httpVersionMajor === 1 ? undefined : { code: ErrorCode.MVP_ERR_HTTP_VERSION, message: `unsupported protocol version HTTP/${req.httpVersion}` };
-    this.refusal = lineRefusal ?? check.verdict(!h2 && req.httpVersionMinor === 1) ?? (expect === undefined ? undefined : expectationRefusal(expect));
+    this.refusal = tooLarge
+      ? { code: ErrorCode.MVP_ERR_HEADER_LIST_TOO_LARGE, message: `the request's header list is larger than ${MAX_HEADER_BYTES} bytes` }
+      : (lineRefusal ?? check.verdict(!h2 && req.httpVersionMinor === 1) ?? (expect === undefined ? undefined : expectationRefusal(expect)));
     if (isRefusal(user)) this.identityRefusal = certificateRefusal(user, headers);
     else if (user !== null) this.identity = user;
     // Expect: 100-continue (node:http's checkContinue: nothing sent yet). As Go's net/http: the
@@ -230,6 +237,13 @@ export class NodeExchange implements Exchange {
       if (cb) cb();
     });
   }
+}
+
+/** An HTTP/2 request's header list size (RFC 9113 §6.5.2) from node's raw [name, value, ...] list. */
+function headerListBytes(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) n += raw[i]!.length + raw[i + 1]!.length + 32;
+  return n;
 }
 
 function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): void {

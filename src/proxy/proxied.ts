@@ -454,6 +454,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     const c = this.c;
     const code = failureCode(err);
     if (code === ErrorCode.MVP_ERR_FD_LIMIT) return this.outOfFileDescriptors(err);
+    // The request itself is too large for the upstream (upstream/h2/attempt.ts): nothing was sent, and
+    // nothing is wrong with the upstream (no connect error, no failover, no other peer takes more).
+    if (code === ErrorCode.MVP_ERR_HEADER_LIST_TOO_LARGE) return this.fail(code, this.route, err.message);
     if (this.route === 'local') {
       c.metrics.upstreamConnectErrors.inc({ route: 'local', peer: '' });
       c.log.info(2, 'local apiserver request failed', { err: errText(err), path: this.ex.path, fromPeer: this.fromPeer });
@@ -733,6 +736,7 @@ function heldNotSent(held: HeldAnswer): boolean {
 /** The Status for a failure that has its own: an answer that broke framing (502), no file descriptor for a connection (503). Else the caller's by route. */
 function failureCode(err: Error & { code?: string }): AnsweredCode | undefined {
   if (hasCode(err, ErrorCode.MVP_ERR_UPSTREAM_PROTOCOL)) return ErrorCode.MVP_ERR_UPSTREAM_PROTOCOL;
+  if (hasCode(err, ErrorCode.MVP_ERR_HEADER_LIST_TOO_LARGE)) return ErrorCode.MVP_ERR_HEADER_LIST_TOO_LARGE;
   return isOutOfFileDescriptors(err) ? ErrorCode.MVP_ERR_FD_LIMIT : undefined;
 }
 

@@ -20,6 +20,8 @@ const API = JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidisc
 const APIS = JSON.stringify({ kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: [] });
 const N = Number(process.env.N ?? 300);
 const MAX_STREAMS = 100;
+/** The upstream's SETTINGS_MAX_HEADER_LIST_SIZE: below the front ends' 16 KiB, so a client can ask for more than it takes. */
+const UPSTREAM_MAX_HEADER_LIST = 12 * 1024;
 
 /** A TLS "apiserver" offering h2 (or only http/1.1): counts connections, open watch streams, and broadcasts events. */
 async function watchServer(dir: string, h2: boolean) {
@@ -48,7 +50,7 @@ async function watchServer(dir: string, h2: boolean) {
     res.writeHead(404);
     res.end();
   };
-  const options = { cert: leaf.cert, key: leaf.key, allowHTTP1: true, settings: { maxConcurrentStreams: MAX_STREAMS } };
+  const options = { cert: leaf.cert, key: leaf.key, allowHTTP1: true, settings: { maxConcurrentStreams: MAX_STREAMS, maxHeaderListSize: UPSTREAM_MAX_HEADER_LIST } };
   const server = h2 ? http2.createSecureServer(options, handler as never) : (await import('node:https')).createServer(options, handler as never);
   server.on('secureConnection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -116,6 +118,32 @@ for (const frontend of FRONTENDS) {
       });
     });
   }
+}
+
+for (const frontend of FRONTENDS) {
+  describe(`a watch whose header list the apiserver would not take (${frontend} front end)`, () => {
+    const s = daemonInFront(frontend, (dir) => watchServer(dir, true));
+
+    test(`larger than the apiserver's SETTINGS_MAX_HEADER_LIST_SIZE (${UPSTREAM_MAX_HEADER_LIST} bytes): answered 431 alone, never sent; the other watches on the shared HTTP/2 connection go on (sent, a server may end the whole connection for it: Go's did, with every client's watch on it, helper 10)`, async () => {
+      const other = watchClient(s.d.clientPort);
+      await eventually(() => s.up.watchers() === 1, { what: 'an ordinary watch open at the apiserver', timeoutMs: 5000 });
+      const big = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port: s.d.clientPort, path: WATCH, agent: false, headers: { 'x-big': 'v'.repeat(UPSTREAM_MAX_HEADER_LIST) } }, (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.setTimeout(5000, () => req.destroy(new Error('no answer within 5 s')));
+      });
+      assert.equal(big.status, 431, big.body);
+      assert.equal((JSON.parse(big.body) as { kind: string; code: number }).code, 431, 'a metav1.Status');
+      assert.equal(s.up.watchers(), 1, 'the large watch never reached the apiserver');
+      s.up.broadcast('{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"9"}}}');
+      await eventually(() => other.lines.length === 1, { what: 'the other watch got the event after it', timeoutMs: 5000 });
+      other.destroy();
+    });
+  });
 }
 
 // The peer hop: a node peer listener offers h2, so a source mvproxy sends its peer-routed watches

@@ -28,7 +28,7 @@ import { runInNewContext } from 'node:vm';
 import { startTestDaemon } from '../support/daemon';
 import { startFakeUpstream } from '../support/fake-upstream';
 import { eventually } from '../support/poll';
-import { FLAG, FloodClient, H2_ERROR, continuation, data, describeGoAway, getFields, headerBlock, headers, ping, rstStream, settings, windowUpdate, type FloodClientOptions } from '../support/h2-flood';
+import { FLAG, FloodClient, H2_ERROR, continuation, data, describeGoAway, getFields, headerBlock, headers, indexedField, indexedLiteralField, ping, rstStream, settings, windowUpdate, type FloodClientOptions } from '../support/h2-flood';
 import { createClusterPKI } from '../../src/pki/bundle';
 import type { Daemon } from '../../src/daemon';
 
@@ -278,6 +278,26 @@ describe('HTTP/2 floods on the node front end', () => {
         if (s.requests > 10) problems.push(`${s.requests} of ${batches * 10} reset streams reached the apiserver as requests (${s.cancelled} of them cancelled before its answer, the rest run and answered)`);
         if (dials > 10) problems.push(`${dials} upstream connections were opened for ${batches * 10} reset streams`);
         assert.deepEqual(problems, []);
+      });
+
+      test('HPACK amplification before the SETTINGS ACK: one 4,000-byte field in the dynamic table, then referenced 500 times (a 4.6 KB header block that decodes to 2 MB): 431 on that stream, nothing reaches the apiserver, the connection serves on (node:http2 applies the 16 KiB list it advertises only once acknowledged; it went upstream and the apiserver ended the shared connection with every watch on it: helper 10)', async (t) => {
+        const marker = fresh('hpack-bomb');
+        const block = Buffer.concat([headerBlock(getFields(`${PATH}?flood=${marker}`)), indexedLiteralField('x-big', 'v'.repeat(4000)), ...Array.from({ length: 500 }, () => indexedField(62))]);
+        const c = await FloodClient.open(l.port(), { ...l.tls(), ackSettings: false });
+        try {
+          c.send(headers(1, block));
+          await eventually(() => c.stats.ended.has(1) || c.stats.resets.has(1) || c.closed, { what: 'stream 1 answered', timeoutMs: 3000 });
+          // The same connection still serves a request of the ordinary size (the dynamic table holds x-big: not referenced).
+          c.send(headers(3, headerBlock(getFields(`${PATH}?flood=${marker}-small`))));
+          await eventually(() => c.stats.ended.has(3) || c.stats.resets.has(3) || c.closed, { what: 'stream 3 answered', timeoutMs: 3000 });
+          t.diagnostic(`${block.length} bytes of header block; stream 1 ${c.stats.statuses.get(1) ?? `reset ${c.stats.resets.get(1)}`}, stream 3 ${c.stats.statuses.get(3) ?? `reset ${c.stats.resets.get(3)}`}; ${describeGoAway(c.stats.goaway)}; apiserver: ${seenOf(marker).requests} requests`);
+          assert.equal(seenOf(marker).requests, 0, 'the amplified request reaches no apiserver');
+          assert.equal(c.stats.statuses.get(1), '431', 'answered 431 Request Header Fields Too Large, as Go answers a header list over its limit');
+          assert.equal(c.stats.statuses.get(3), '200', 'the connection serves on');
+          assert.equal(seenOf(`${marker}-small`).requests, 1);
+        } finally {
+          c.destroy();
+        }
       });
 
       test('CONTINUATION flood (CVE-2024-27983, CVE-2024-28182): HEADERS without END_HEADERS, then CONTINUATION frames with a field each, or empty: the connection gets GOAWAY at once, no request reaches the apiserver, memory bounded, others answered', async (t) => {

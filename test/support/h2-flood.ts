@@ -5,6 +5,7 @@
 // Unlike a real client it can stop reading (the server's answers pile up in the kernel's buffers and
 // then in the server's) or never acknowledge the server's SETTINGS.
 import tls from 'node:tls';
+import { HpackDecoder } from '../../src/upstream/h2/hpack';
 
 export const FRAME = { DATA: 0, HEADERS: 1, PRIORITY: 2, RST_STREAM: 3, SETTINGS: 4, PUSH_PROMISE: 5, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
 export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8 } as const;
@@ -44,6 +45,18 @@ export function headerBlock(fields: [string, string][]): Buffer {
 /** One literal field without indexing, new name, neither string Huffman-coded (RFC 7541 §6.2.2), of the bytes given. */
 export function literalField(name: Buffer, value: Buffer): Buffer {
   return Buffer.concat([Buffer.from([0x00, ...hpackInt(name.length, 7, 0)]), name, Buffer.from(hpackInt(value.length, 7, 0)), value]);
+}
+
+/** A literal field with incremental indexing, new name (RFC 7541 §6.2.1): it enters the decoder's dynamic table. */
+export function indexedLiteralField(name: string, value: string): Buffer {
+  const n = Buffer.from(name, 'latin1');
+  const v = Buffer.from(value, 'latin1');
+  return Buffer.concat([Buffer.from([0x40, ...hpackInt(n.length, 7, 0)]), n, Buffer.from(hpackInt(v.length, 7, 0)), v]);
+}
+
+/** An indexed field (RFC 7541 §6.1): index 62 is the newest entry of the dynamic table. One byte for 62. */
+export function indexedField(index: number): Buffer {
+  return Buffer.from(hpackInt(index, 7, 0x80));
 }
 
 /** The fields of a GET of `path` (pseudo-headers first), plus `extra`. */
@@ -103,6 +116,8 @@ export interface FloodStats {
   pingAcks: number;
   /** Stream ids that got a response HEADERS from the server. */
   responded: Set<number>;
+  /** The :status of each response HEADERS (decoded: a header block that fits one frame). */
+  statuses: Map<number, string>;
   /** Stream ids the server ended (END_STREAM). */
   ended: Set<number>;
   /** RST_STREAMs from the server, by stream id, their error codes. */
@@ -113,12 +128,14 @@ export interface FloodStats {
 }
 
 export class FloodClient {
-  readonly stats: FloodStats = { bytesIn: 0, frames: {}, settingsAcks: 0, pingAcks: 0, responded: new Set(), ended: new Set(), resets: new Map(), goaway: null, closedAt: null };
+  readonly stats: FloodStats = { bytesIn: 0, frames: {}, settingsAcks: 0, pingAcks: 0, responded: new Set(), statuses: new Map(), ended: new Set(), resets: new Map(), goaway: null, closedAt: null };
   /** Bytes the client handed to its socket, and how many of those writes were cut short by the close. */
   bytesOut = 0;
   private buf: Buffer = Buffer.alloc(0);
   private readonly t0 = Date.now();
   private closeWaiters: (() => void)[] = [];
+  /** The server's HPACK state (its dynamic table), for the :status of its answers. */
+  private readonly hpack = new HpackDecoder();
 
   private constructor(readonly socket: tls.TLSSocket, private readonly o: FloodClientOptions) {
     socket.on('data', (d: Buffer) => this.onData(d));
@@ -226,6 +243,11 @@ export class FloodClient {
         s.resets.set(id, payload.readUInt32BE(0));
       } else if (type === FRAME.HEADERS) {
         s.responded.add(id);
+        if (flags & FLAG.END_HEADERS && !(flags & (FLAG.PADDED | 0x20))) {
+          const fields = this.hpack.decode(payload, 1 << 20);
+          const at = fields.indexOf(':status');
+          if (at >= 0 && at % 2 === 0) s.statuses.set(id, fields[at + 1]!);
+        }
         if (flags & FLAG.END_STREAM) s.ended.add(id);
       } else if (type === FRAME.DATA && flags & FLAG.END_STREAM) {
         s.ended.add(id);

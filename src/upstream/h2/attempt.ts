@@ -16,7 +16,7 @@ import { codedError, ErrorCode } from '../../api/errors';
 import { NotSentHeader } from '../../api/headers';
 import type { Attempt, AttemptHead, AttemptReport } from '../h1/attempt';
 import { H2_REFUSED_STREAM, type H2Stream, type H2StreamSink } from './connection';
-import { encodeFields } from './hpack';
+import { encodeFields, headerListSize } from './hpack';
 import type { H2Origin, H2Session } from './origin';
 
 /** Response header fields never relayed: HTTP/2 forbids the connection-specific ones anyway; framing is the front end's. */
@@ -86,6 +86,8 @@ export class H2Attempt implements Attempt, H2StreamSink {
   headAt = 0;
   /** The request's HEADERS block (hpack.ts encodeFields): refused fields throw here, in the constructor, before anything is sent. */
   private readonly block: Buffer;
+  /** The request's header list size (RFC 9113 §6.5.2), checked against the server's SETTINGS_MAX_HEADER_LIST_SIZE. */
+  private readonly listBytes: number;
   private readonly isHead: boolean;
 
   constructor(
@@ -98,6 +100,7 @@ export class H2Attempt implements Attempt, H2StreamSink {
     private readonly h1: () => Attempt,
   ) {
     this.block = encodeFields(headers);
+    this.listBytes = headerListSize(headers);
     this.isHead = headers[0] === ':method' && headers[1] === 'HEAD';
   }
 
@@ -117,6 +120,14 @@ export class H2Attempt implements Attempt, H2StreamSink {
   }
 
   private open(s: H2Session): void {
+    // As Go's Transport (errRequestHeaderListSize): a request the server said it would not take is
+    // refused here, alone. Sent, a server may end the whole connection for it, with every other
+    // client's watch on it (Go's kube-apiserver did: PROTOCOL_ERROR, helper 10).
+    if (this.listBytes > s.conn.peerMaxHeaderList) {
+      this.done = true;
+      const why = `the request's header list (${this.listBytes} bytes) is larger than the upstream takes (${s.conn.peerMaxHeaderList}, its SETTINGS_MAX_HEADER_LIST_SIZE)`;
+      return this.report.upstreamFailed(codedError(ErrorCode.MVP_ERR_HEADER_LIST_TOO_LARGE, why), false, false);
+    }
     try {
       this.stream = s.conn.request(this.block, this, this.isHead);
     } catch (e) {

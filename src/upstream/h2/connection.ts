@@ -179,6 +179,8 @@ export class H2Connection {
   private connUnacked = 0;
   private connWindow: number;
   private peerMaxFrame = MAX_FRAME;
+  /** The server's SETTINGS_MAX_HEADER_LIST_SIZE (unlimited until it says one): attempt.ts sends no request above it. */
+  peerMaxHeaderList = Infinity;
   /** Streams with DATA payloads in this read, handed on at its end (handOn). */
   private batched: H2Stream[] = [];
   private goneAway = false;
@@ -456,6 +458,7 @@ export class H2Connection {
         if (v < MAX_FRAME || v > 16_777_215) return this.fail(H2_PROTOCOL_ERROR);
         this.peerMaxFrame = v;
       } else if (k === SETTINGS_INITIAL_WINDOW_SIZE && v > 0x7fffffff) return this.fail(H2_FLOW_CONTROL_ERROR);
+      else if (k === SETTINGS_MAX_HEADER_LIST_SIZE) this.peerMaxHeaderList = v;
     }
     this.queue(frame(SETTINGS, ACK, 0));
     this.gotSettings = true;
