@@ -12,11 +12,13 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 /**
  * Header fields a request may have on node:http2 (maxHeaderListPairs; node's default is 128, and a
  * watch with ~125 fields, or a certificate user's groups as identity headers, got its stream reset:
- * a 503 on the peer route, helper 9). Go counts no fields, only bytes; 2,000 is node:http's
- * maxHeadersCount on HTTP/1.1, and MAX_HEADER_BYTES binds first (RFC 7541 §4.1 counts 32 bytes a
- * field: at most 512 fields in 16 KiB).
+ * a 503 on the peer route, helper 9). RFC 9113 §6.5.2 counts 32 bytes a field, so no list within
+ * MAX_HEADER_BYTES has more than 512: a bound that refuses nothing the byte limit lets through. It
+ * also bounds what node decodes before that limit is checked (listener/node-http.ts): a client that
+ * never acknowledges the SETTINGS can reference one ~4 KB HPACK table entry once per field, 8 MB a
+ * request at the 2,000 this was (helper 10), 2 MB at 512.
  */
-export const MAX_HEADER_FIELDS = 2000;
+export const MAX_HEADER_FIELDS = MAX_HEADER_BYTES / 32;
 
 /**
  * Response headers to pass back to the client: hop-by-hop headers dropped, and Content-Length
