@@ -247,6 +247,7 @@ export interface Generator {
 }
 
 /** Cases from a seed: a request or a pipeline of up to three, each part of it spliced with hostile pieces. */
+/** `h2`: the front end is the node one (HTTP/2 streams too, and llhttp's leniencies left out of the HTTP/1.1 cases). */
 export function generator(seed: number, o: { h2: boolean; routes: readonly Route[]; watches?: number }): Generator {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
@@ -270,8 +271,21 @@ export function generator(seed: number, o: { h2: boolean; routes: readonly Route
     // The request after it is unambiguous, so this one leniency is allowed (README, "Where the front
     // ends differ from Go") and not generated (seed 824054857 #220 found it).
     while (method.length > 0 && (method[0] === 0x0d || method[0] === 0x0a)) method = method.subarray(1);
+    // Likewise llhttp takes runs of spaces between the request line's parts (RFC 9112 §3 lets a
+    // recipient parse on word boundaries) and the node front end forwards the one canonical line;
+    // Go's server answers 400, uWS 505 (README, same section; seed 805750871 #151, in CI). Not generated
+    // for the node front end: spaces at the method's end or the target's ends are dropped.
+    const trimSpaces = (b: Buffer, start: boolean): Buffer => {
+      let a = 0;
+      let e = b.length;
+      if (start) while (a < e && b[a] === 0x20) a++;
+      while (e > a && b[e - 1] === 0x20) e--;
+      return b.subarray(a, e);
+    };
+    if (o.h2) method = trimSpaces(method, false);
     const base = L(path + (watch ? pick(['?watch=true', '?watch=1&labelSelector=a%3Db', '?resourceVersion=0&watch=true&allowWatchBookmarks=true']) : pick(['', '/obj', '?watch=true', '?labelSelector=a%3Db', '/obj?x=', '?limit=1&continue='])));
-    const target = chance(watch ? 0.3 : 0.7) ? splice(base, 1 + Math.floor(rnd() * 3)) : base;
+    let target = chance(watch ? 0.3 : 0.7) ? splice(base, 1 + Math.floor(rnd() * 3)) : base;
+    if (o.h2) target = trimSpaces(target, true);
     const fields: [Buffer, Buffer][] = [];
     const nf = Math.floor(rnd() * 4);
     for (let i = 0; i < nf; i++) {
