@@ -68,3 +68,17 @@ export function tokenIs(list: string, a: number, b: number, token: string): bool
 function isOWS(c: number): boolean {
   return c === 0x20 || c === 0x09;
 }
+
+/** RFC 9113 §6.5.2 (and RFC 7541 §4.1): each field counts its name, its value and 32 bytes more. */
+export const FIELD_OVERHEAD_BYTES = 32;
+
+/**
+ * A flat [name, value, ...] list's header list size (RFC 9113 §6.5.2), what
+ * SETTINGS_MAX_HEADER_LIST_SIZE bounds: the one count of it, for the HTTP/2 listeners
+ * (listener/node-http.ts) and mvproxy's own HTTP/2 client (upstream/h2/attempt.ts).
+ */
+export function headerListSize(fields: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < fields.length; i += 2) n += fields[i]!.length + (fields[i + 1]?.length ?? 0) + FIELD_OVERHEAD_BYTES;
+  return n;
+}

@@ -4,6 +4,7 @@
 
 import type { Readable } from 'node:stream';
 import type { Identity } from '../api/identity';
+import { FIELD_OVERHEAD_BYTES } from '../api/headers';
 import type { Refusal } from './head-check';
 
 /** Request header block limit of both front ends (node: maxHeaderSize; uWS: UWS_HTTP_MAX_HEADERS_SIZE). */
@@ -18,7 +19,7 @@ export const MAX_HEADER_BYTES = 16 * 1024;
  * never acknowledges the SETTINGS can reference one ~4 KB HPACK table entry once per field, 8 MB a
  * request at the 2,000 this was (helper 10), 2 MB at 512.
  */
-export const MAX_HEADER_FIELDS = MAX_HEADER_BYTES / 32;
+export const MAX_HEADER_FIELDS = MAX_HEADER_BYTES / FIELD_OVERHEAD_BYTES;
 
 /**
  * Response headers to pass back to the client: hop-by-hop headers dropped, and Content-Length

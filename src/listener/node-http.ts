@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import { MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ListenerState, type ResponseHead } from './exchange';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import { ErrorCode } from '../api/errors';
+import { headerListSize } from '../api/headers';
 import { HeadCheck, contentLengthValue, expectationRefusal, type Refusal } from './head-check';
 
 /**
@@ -185,7 +186,7 @@ export class NodeExchange implements Exchange {
     // 32 bytes a field, pseudo-header fields too, as Go's server counts): node:http2 applies the
     // MAX_HEADER_BYTES it advertises only once the client acknowledged its SETTINGS, and a client
     // that never does had ~6 KB of HPACK references decoded into 8 MB of fields and forwarded.
-    const tooLarge = h2 && headerListBytes(raw) > MAX_HEADER_BYTES;
+    const tooLarge = h2 && headerListSize(raw) > MAX_HEADER_BYTES;
     for (let i = 0; i < raw.length && !tooLarge; i += 2) {
       const name = raw[i].toLowerCase();
       if (name.charCodeAt(0) === 0x3a /* : */) continue; // HTTP/2 pseudo-headers (:method, :path, :authority, :scheme)
@@ -237,13 +238,6 @@ export class NodeExchange implements Exchange {
       if (cb) cb();
     });
   }
-}
-
-/** An HTTP/2 request's header list size (RFC 9113 §6.5.2) from node's raw [name, value, ...] list. */
-function headerListBytes(raw: readonly string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) n += raw[i]!.length + raw[i + 1]!.length + 32;
-  return n;
 }
 
 function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): void {

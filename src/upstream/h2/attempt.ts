@@ -13,10 +13,10 @@
 
 import { performance } from 'node:perf_hooks';
 import { codedError, ErrorCode } from '../../api/errors';
-import { NotSentHeader } from '../../api/headers';
+import { NotSentHeader, headerListSize } from '../../api/headers';
 import type { Attempt, AttemptHead, AttemptReport } from '../h1/attempt';
 import { H2_REFUSED_STREAM, type H2Stream, type H2StreamSink } from './connection';
-import { encodeFields, headerListSize } from './hpack';
+import { encodeFields } from './hpack';
 import type { H2Origin, H2Session } from './origin';
 
 /** Response header fields never relayed: HTTP/2 forbids the connection-specific ones anyway; framing is the front end's. */

@@ -227,13 +227,3 @@ export function encodeFields(fields: readonly string[]): Buffer {
   }
   return Buffer.from(out);
 }
-
-/**
- * A flat [name, value, ...] list's header list size (RFC 9113 §6.5.2: each field's name and value
- * and 32 bytes), what SETTINGS_MAX_HEADER_LIST_SIZE bounds.
- */
-export function headerListSize(fields: readonly string[]): number {
-  let n = 0;
-  for (let i = 0; i < fields.length; i += 2) n += fields[i]!.length + (fields[i + 1]?.length ?? 0) + 32;
-  return n;
-}
