@@ -3,7 +3,7 @@
 // shares them through etcd, so a peer's view of them is at best ours and at worst stale. A GV that
 // disappears stays excluded for 5 minutes, so peers have time to see the deletion too.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 
 /** Kubernetes defaultExclusionGracePeriod. */
 export const EXCLUSION_GRACE_MS = 5 * 60_000;
@@ -65,7 +65,7 @@ export class GVExclusions {
  * Lists CRDs and APIServices through the local apiserver. A 404 (the API is not served) counts as
  * an empty list; other failures throw and the caller keeps the last known set.
  */
-export async function listExtensionGroupVersions(local: Dispatcher, timeoutMs: number): Promise<string[]> {
+export async function listExtensionGroupVersions(local: OwnDispatcher, timeoutMs: number): Promise<string[]> {
   const get = async (path: string): Promise<unknown[]> => {
     const res = await local.request({ path, method: 'GET', headers: { accept: 'application/json', 'user-agent': 'mvproxy-exclusions' }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const text = await res.body.text();

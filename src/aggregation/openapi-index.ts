@@ -2,7 +2,7 @@
 // apiserver's, fetched off the request path, plus the group/versions only peers serve, merged at
 // publish time into the snapshot.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 
 /** Where the index's group/version documents live; the request path matches it too (discovery/openapi.ts). */
 export const OPENAPI_V3_PREFIX = '/openapi/v3/';
@@ -14,7 +14,7 @@ export interface OpenAPIIndex {
 }
 
 /** Fetches the local apiserver's /openapi/v3 index (If-None-Match); undefined when it has none (404). */
-export async function fetchOpenAPIIndex(local: Dispatcher, prev: OpenAPIIndex | undefined, timeoutMs: number): Promise<OpenAPIIndex | undefined> {
+export async function fetchOpenAPIIndex(local: OwnDispatcher, prev: OpenAPIIndex | undefined, timeoutMs: number): Promise<OpenAPIIndex | undefined> {
   const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'mvproxy-openapi' };
   if (prev?.etag) headers['if-none-match'] = prev.etag;
   const res = await local.request({ path: '/openapi/v3', method: 'GET', headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });

@@ -19,7 +19,8 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { isAlias, isMap, isScalar, isSeq, parseAllDocuments, type Document, type Node } from 'yaml';
+import type { Document, Node } from 'yaml';
+import { yaml } from './yaml';
 import { ErrorCode } from '../api/errors';
 import { isKnownGate, resolveFeatureGates } from './featuregate';
 import { SETTINGS, type Setting, type SettingKey } from './settings';
@@ -100,9 +101,9 @@ const isSetting = (x: Tree | Entry): x is Entry => typeof (x as Entry).key === '
 
 function typeName(n: Node | null | undefined): string {
   if (n == null) return 'null';
-  if (isMap(n)) return 'object';
-  if (isSeq(n)) return 'list';
-  if (isScalar(n)) {
+  if (yaml().isMap(n)) return 'object';
+  if (yaml().isSeq(n)) return 'list';
+  if (yaml().isScalar(n)) {
     const v = n.value;
     if (v === null) return 'null';
     if (typeof v === 'number' || typeof v === 'bigint') return Number.isInteger(Number(v)) ? 'integer' : 'number';
@@ -113,14 +114,14 @@ function typeName(n: Node | null | undefined): string {
 
 function walkFile(text: string, file: string, errors: string[]): FileConfig {
   const result: FileConfig = { file, config: {}, featureGates: new Map() };
-  const docs = parseAllDocuments(text, { uniqueKeys: false, prettyErrors: true, merge: false });
+  const docs = yaml().parseAllDocuments(text, { uniqueKeys: false, prettyErrors: true, merge: false });
   const list = Array.isArray(docs) ? docs : [];
   if (list.length > 1) {
     errors.push(`want one YAML document, found ${list.length}`);
     return result;
   }
   const doc = list[0] as Document.Parsed | undefined;
-  if (!doc || doc.contents == null || (isScalar(doc.contents) && doc.contents.value === null)) {
+  if (!doc || doc.contents == null || (yaml().isScalar(doc.contents) && doc.contents.value === null)) {
     if (doc && doc.errors.length) errors.push(yamlReason(doc.errors[0]));
     else errors.push(`the file is empty: want apiVersion: ${CONFIG_API_VERSION}, kind: ${CONFIG_KIND}`);
     return result;
@@ -131,11 +132,11 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
   }
   const deref = (n: unknown): Node | null => {
     let x = n as Node | null;
-    for (let i = 0; i < 100 && x && isAlias(x); i++) x = x.resolve(doc) as Node | null;
+    for (let i = 0; i < 100 && x && yaml().isAlias(x); i++) x = x.resolve(doc) as Node | null;
     return x ?? null;
   };
   const root = deref(doc.contents);
-  if (!isMap(root)) {
+  if (!yaml().isMap(root)) {
     errors.push(`want a ${CONFIG_KIND} object, got ${typeName(root)}`);
     return result;
   }
@@ -144,7 +145,7 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
   const top = new Map<string, Node | null>();
   for (const pair of root.items) {
     const k = deref(pair.key);
-    if (isScalar(k) && (k.value === 'apiVersion' || k.value === 'kind')) top.set(k.value, deref(pair.value));
+    if (yaml().isScalar(k) && (k.value === 'apiVersion' || k.value === 'kind')) top.set(k.value, deref(pair.value));
   }
   const meta = (name: 'apiVersion' | 'kind', want: string): boolean => {
     const n = top.get(name);
@@ -152,9 +153,9 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
       errors.push(`missing field "${name}": want ${name}: ${want}`);
       return false;
     }
-    const v = isScalar(n) ? n.value : undefined;
+    const v = yaml().isScalar(n) ? n.value : undefined;
     if (v !== want) {
-      errors.push(`unsupported ${name} ${JSON.stringify(isScalar(n) ? n.value : typeName(n))}: want ${JSON.stringify(want)}`);
+      errors.push(`unsupported ${name} ${JSON.stringify(yaml().isScalar(n) ? n.value : typeName(n))}: want ${JSON.stringify(want)}`);
       return false;
     }
     return true;
@@ -165,11 +166,11 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
 
   const dir = dirname(file);
   const walkMap = (node: Node, tree: Tree, prefix: string) => {
-    if (!isMap(node)) return;
+    if (!yaml().isMap(node)) return;
     const seen = new Set<string>();
     for (const pair of node.items) {
       const kn = deref(pair.key);
-      if (!isScalar(kn) || typeof kn.value !== 'string') {
+      if (!yaml().isScalar(kn) || typeof kn.value !== 'string') {
         errors.push(`field names must be strings, got ${typeName(kn)}${prefix ? ` in "${prefix}"` : ''}`);
         continue;
       }
@@ -187,9 +188,9 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
         continue;
       }
       const value = deref(pair.value);
-      if (value === null || (isScalar(value) && value.value === null)) continue; // null = not set
+      if (value === null || (yaml().isScalar(value) && value.value === null)) continue; // null = not set
       if (isSetting(spec)) setting(spec, value, path);
-      else if (!isMap(value)) errors.push(`wrong type for field "${path}": want object, got ${typeName(value)}`);
+      else if (!yaml().isMap(value)) errors.push(`wrong type for field "${path}": want object, got ${typeName(value)}`);
       else walkMap(value, spec, path);
     }
   };
@@ -197,7 +198,7 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
   const scalarOf = (node: Node, path: string, want: 'string' | 'integer' | 'boolean' | 'duration'): unknown => {
     const got = typeName(node);
     const ok = want === 'integer' ? got === 'integer' : want === 'duration' ? got === 'string' : got === want;
-    if (!ok || !isScalar(node)) {
+    if (!ok || !yaml().isScalar(node)) {
       errors.push(`wrong type for field "${path}": want ${want === 'duration' ? 'a duration string such as "30s"' : want}, got ${got}`);
       return undefined;
     }
@@ -208,7 +209,7 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
     errors.push(`invalid value ${JSON.stringify(v)} for field "${path}": ${e.message}`);
   };
   const stringList = (node: Node, path: string): string[] | undefined => {
-    if (!isSeq(node)) {
+    if (!yaml().isSeq(node)) {
       errors.push(`wrong type for field "${path}": want list, got ${typeName(node)}`);
       return undefined;
     }
@@ -272,7 +273,7 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
         return;
       }
       case 'peers': {
-        if (!isSeq(node)) {
+        if (!yaml().isSeq(node)) {
           errors.push(`wrong type for field "${path}": want list of {id, address}, got ${typeName(node)}`);
           return;
         }
@@ -280,7 +281,7 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
         node.items.forEach((raw, i) => {
           const item = deref(raw);
           const ipath = `${path}[${i}]`;
-          if (!isMap(item)) {
+          if (!yaml().isMap(item)) {
             errors.push(`wrong type for field "${ipath}": want object {id, address}, got ${typeName(item)}`);
             return;
           }
@@ -288,7 +289,7 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
           const seen = new Set<string>();
           for (const pair of item.items) {
             const kn = deref(pair.key);
-            const name = isScalar(kn) ? String(kn.value) : '?';
+            const name = yaml().isScalar(kn) ? String(kn.value) : '?';
             const fpath = `${ipath}.${name}`;
             if (seen.has(name)) {
               errors.push(`duplicate field "${fpath}"`);
@@ -316,14 +317,14 @@ function walkFile(text: string, file: string, errors: string[]): FileConfig {
         return;
       }
       case 'gates': {
-        if (!isMap(node)) {
+        if (!yaml().isMap(node)) {
           errors.push(`wrong type for field "${path}": want a map of gate names to true|false, got ${typeName(node)}`);
           return;
         }
         const seen = new Set<string>();
         for (const pair of node.items) {
           const kn = deref(pair.key);
-          const name = isScalar(kn) ? String(kn.value) : '?';
+          const name = yaml().isScalar(kn) ? String(kn.value) : '?';
           const gpath = `${path}.${name}`;
           if (seen.has(name)) {
             errors.push(`duplicate field "${gpath}"`);

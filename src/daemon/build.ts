@@ -8,7 +8,7 @@
 // component that calls it, when all exist. Membership and the publisher need each other (who are the
 // peers / refresh now); the publisher, built first, asks peering through a function.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 import type { PeerEndpoint } from '../peers/membership';
 import { createPool, localRelay, PeerPools } from '../upstream/pools';
 import { ownPeerIdentityHeaders } from '../upstream/headers';
@@ -67,7 +67,7 @@ export interface Components {
 
 export function build(c: CompletedConfig, log: Logger, metrics: Metrics): Components {
   const { config, localURL, localTLS, identityRules } = c;
-  const localPlainPool = new ReloadablePool(() => createPool(localURL.origin, { connectTimeoutMs: config.connectTimeoutMs, tls: c.localPlainTLS() }));
+  const localPlainPool = new ReloadablePool(() => createPool(localURL, { connectTimeoutMs: config.connectTimeoutMs, tls: c.localPlainTLS() }));
   const relayLocal = localRelay(localURL, config.connectTimeoutMs, localTLS, config.upstreamHTTP2);
   const relayLocalPlain = localRelay(localURL, config.connectTimeoutMs, c.localPlainTLS(), config.upstreamHTTP2);
   const peerPools = new PeerPools({ connectTimeoutMs: config.connectTimeoutMs, tls: c.peerTLS, http2: config.upstreamHTTP2 });
@@ -76,7 +76,7 @@ export function build(c: CompletedConfig, log: Logger, metrics: Metrics): Compon
   // The client CA bundle is given again on a reload (lifecycle/reload.ts).
   const certificateUsers = c.clientTLS?.clientCA ? new CertificateUsers({ uidHeader: identityRules.uidHeader !== undefined }, c.clientTLS.clientCA) : undefined;
   const token = config.localAPIServerTokenFile ? new BearerTokenFile(config.localAPIServerTokenFile, { log }) : undefined;
-  const ownLocal: Dispatcher = token ? withBearerToken(localPlainPool, () => token.current) : localPlainPool;
+  const ownLocal: OwnDispatcher = token ? withBearerToken(localPlainPool, () => token.current) : localPlainPool;
   const peerIdentityHeaders = ownPeerIdentityHeaders(identityRules);
 
   const publisher = new SnapshotPublisher({

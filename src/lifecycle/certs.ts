@@ -28,7 +28,7 @@
 //   keeps the certificate it started with until mvproxy restarts; the daemon says so at start.
 
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { Dispatcher, type Pool } from 'undici';
+import type { OwnDispatcher, OwnRequestOptions, OwnResponse } from '../api/own-requests';
 import { ErrorCode } from '../api/errors';
 import { WatchedFiles, type FileContents } from './filewatch';
 import type { Logger } from '../telemetry/log';
@@ -245,22 +245,21 @@ function certKV(c: X509Certificate): Record<string, string> {
 }
 
 /**
- * A connection pool whose TLS settings can change: dispatches go to the current undici Pool; a
- * swap makes a new one for new requests and closes the old one gracefully (its in-flight requests,
- * watches included, finish on their connections). The request path holds this object, never a
- * Pool, so nothing there changes on a swap.
+ * A connection pool whose TLS settings can change: requests go to the current pool; a swap makes a
+ * new one for new requests and closes the old one gracefully (its in-flight requests, a Lease
+ * watch included, finish on their connections). Its users hold this object, never a pool, so
+ * nothing there changes on a swap.
  */
-export class ReloadablePool extends Dispatcher {
-  private pool: Pool;
+export class ReloadablePool implements OwnDispatcher {
+  private pool: OwnDispatcher;
   /** Swapped-out pools still finishing their requests (a Lease watch runs for minutes): destroy() ends them too. */
-  private readonly draining = new Set<Pool>();
-  constructor(private readonly make: () => Pool) {
-    super();
+  private readonly draining = new Set<OwnDispatcher>();
+  constructor(private readonly make: () => OwnDispatcher) {
     this.pool = make();
   }
 
-  override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    return this.pool.dispatch(opts, handler);
+  request(o: OwnRequestOptions): Promise<OwnResponse> {
+    return this.pool.request(o);
   }
 
   /** New requests use a freshly made pool; the previous one drains. */
@@ -274,25 +273,13 @@ export class ReloadablePool extends Dispatcher {
       .then(() => this.draining.delete(old));
   }
 
-  override close(): Promise<void>;
-  override close(callback: () => void): void;
-  override close(callback?: () => void): Promise<void> | void {
-    const p = this.pool.close();
-    if (!callback) return p;
-    void p.then(callback, callback);
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
-  override destroy(): Promise<void>;
-  override destroy(err: Error | null): Promise<void>;
-  override destroy(callback: () => void): void;
-  override destroy(err: Error | null, callback: () => void): void;
-  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
-    const err = typeof a === 'function' ? null : (a ?? null);
-    const cb = typeof a === 'function' ? a : b;
+  destroy(): Promise<void> {
     const old = [...this.draining];
     this.draining.clear();
-    const p = Promise.all([this.pool.destroy(err), ...old.map((d) => d.destroy(err).catch(() => undefined))]).then(() => undefined);
-    if (!cb) return p;
-    void p.then(cb, cb);
+    return Promise.all([this.pool.destroy(), ...old.map((d) => d.destroy().catch(() => undefined))]).then(() => undefined);
   }
 }

@@ -6,7 +6,7 @@
 // The file is re-read when it changes (projected service-account tokens rotate about hourly), with
 // the same watcher as certificates; an empty or unreadable new file keeps the last good token.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher, OwnRequestOptions } from '../api/own-requests';
 import { WatchedFiles } from './filewatch';
 import { CERT_RESYNC_MS } from './certs';
 import type { Logger } from '../telemetry/log';
@@ -46,25 +46,22 @@ export class BearerTokenFile {
   }
 }
 
-/** `upstream` with `Authorization: Bearer <token>` on every request that has none (undici interceptor). */
-export function withBearerToken(upstream: Dispatcher, token: () => string | undefined): Dispatcher {
-  return upstream.compose((dispatch) => (opts, handler) => {
-    const t = token();
-    if (!t) return dispatch(opts, handler);
-    return dispatch({ ...opts, headers: addAuthorization(opts.headers, `Bearer ${t}`) }, handler);
-  });
+/** `upstream` with `Authorization: Bearer <token>` on every request that has none. */
+export function withBearerToken(upstream: OwnDispatcher, token: () => string | undefined): OwnDispatcher {
+  return {
+    request(o: OwnRequestOptions) {
+      const t = token();
+      return upstream.request(t ? { ...o, headers: addAuthorization(o.headers, `Bearer ${t}`) } : o);
+    },
+    close: () => upstream.close(),
+    destroy: () => upstream.destroy(),
+  };
 }
 
-function addAuthorization(h: Dispatcher.DispatchOptions['headers'], value: string): Record<string, string | string[]> | string[] {
-  if (h == null) return { authorization: value };
-  if (Array.isArray(h)) {
-    const flat = h as string[];
-    for (let i = 0; i < flat.length; i += 2) if (String(flat[i]).toLowerCase() === 'authorization') return flat;
-    return [...flat, 'authorization', value];
-  }
-  const out: Record<string, string | string[]> = {};
+function addAuthorization(h: OwnRequestOptions['headers'], value: string): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {};
   let has = false;
-  for (const [k, v] of Object.entries(h as Record<string, string | string[] | undefined>)) {
+  for (const [k, v] of Object.entries(h ?? {})) {
     if (v === undefined) continue;
     if (k.toLowerCase() === 'authorization') has = true;
     out[k] = v;

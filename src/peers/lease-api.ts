@@ -1,10 +1,10 @@
-// The few coordination.k8s.io/v1 Lease calls mvproxy makes, over an undici dispatcher to the local
+// The few coordination.k8s.io/v1 Lease calls mvproxy makes, over mvproxy's own client to the local
 // apiserver (the same keep-alive pool as discovery; with --local-apiserver-token-file it carries
 // mvproxy's bearer token). A small hand-written client rather than @kubernetes/client-node: five
 // verbs on one resource, and its 1.x informer API does not expose the resourceVersion/410
 // handling this needs to be explicit about.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 import { ErrorCode } from '../api/errors';
 
 export const LEASE_API_VERSION = 'coordination.k8s.io/v1';
@@ -67,7 +67,7 @@ export interface LeaseAPIOptions {
 
 export class LeaseAPI {
   private readonly base: string;
-  constructor(private readonly d: Dispatcher, private readonly o: LeaseAPIOptions) {
+  constructor(private readonly d: OwnDispatcher, private readonly o: LeaseAPIOptions) {
     this.base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(o.namespace)}/leases`;
   }
 

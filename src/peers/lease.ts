@@ -30,7 +30,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 import type { Logger } from '../telemetry/log';
 import { isHostPort } from '../gocompat/net';
 import { APIStatusError, LEASE_API_VERSION, LeaseAPI, WatchExpiredError, isStatus, microTime, type Lease } from './lease-api';
@@ -51,7 +51,7 @@ export const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 30_000 };
 
 export interface LeaseMembershipOptions {
   /** The local apiserver (with mvproxy's bearer token when configured). */
-  local: Dispatcher;
+  local: OwnDispatcher;
   namespace: string;
   /** This node's server ID: the Lease name. */
   serverID: string;

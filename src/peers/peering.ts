@@ -3,7 +3,7 @@
 // wrong with it — and the lifecycle hooks (start after the peer listener is up, leave the membership
 // on graceful shutdown, stop).
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 import type { DaemonConfig } from '../config/types';
 import type { PeerPools } from '../upstream/pools';
 import type { Metrics } from '../telemetry/metrics';
@@ -17,7 +17,7 @@ import { StaticMembership } from './static';
 export interface PeeringOptions {
   config: DaemonConfig;
   /** The local apiserver for mvproxy's own calls (with --local-apiserver-token-file's token). */
-  local: Dispatcher;
+  local: OwnDispatcher;
   peerPools: PeerPools;
   /** Identity headers of the health probes (ownPeerIdentityHeaders). */
   peerIdentityHeaders?: Record<string, string>;

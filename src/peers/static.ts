@@ -13,7 +13,8 @@
 // list and is logged. At start a bad file is a configuration error (there is no last good list).
 // A peer in both lists takes the file's address.
 
-import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import type { Node } from 'yaml';
+import { yaml } from '../config/yaml';
 import { ErrorCode } from '../api/errors';
 import { checkStaticPeer } from '../config/values';
 import { WatchedFiles } from '../lifecycle/filewatch';
@@ -29,18 +30,18 @@ export function parsePeersFile(text: string, file: string): PeerEndpoint[] {
   const fail = (why: string): never => {
     throw new PeersFileError(`peers file "${file}": ${why}`);
   };
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  const doc = yaml().parseDocument(text, { uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) fail(`yaml: ${doc.errors[0].message.split('\n')[0]}`);
   let root = doc.contents as Node | null;
-  if (root === null || (isScalar(root) && root.value === null)) return []; // an empty file: no peers
-  if (isMap(root)) {
-    const keys = root.items.map((p) => (isScalar(p.key) ? String(p.key.value) : '?'));
+  if (root === null || (yaml().isScalar(root) && root.value === null)) return []; // an empty file: no peers
+  if (yaml().isMap(root)) {
+    const keys = root.items.map((p) => (yaml().isScalar(p.key) ? String(p.key.value) : '?'));
     const unknown = keys.find((k) => k !== 'peers');
     if (unknown !== undefined) fail(`unknown field "${unknown}": want a list of {id, address} or {peers: [...]}`);
     root = (root.get('peers', true) as Node | undefined) ?? null;
-    if (root === null || (isScalar(root) && root.value === null)) return [];
+    if (root === null || (yaml().isScalar(root) && root.value === null)) return [];
   }
-  if (!isSeq(root)) fail('want a list of {id, address} (or {peers: [...]})');
+  if (!yaml().isSeq(root)) fail('want a list of {id, address} (or {peers: [...]})');
   const out: PeerEndpoint[] = [];
   const ids = new Set<string>();
   (root as { items: unknown[] }).items.forEach((item, i) => {

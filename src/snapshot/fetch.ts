@@ -6,7 +6,7 @@
 // soon as it passes the cap) and decoded by aggregation/decode.ts as Kubernetes' decoder would.
 // Fetching is the snapshot publisher's job, not the discovery serving stage's.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher, OwnResponse } from '../api/own-requests';
 import { ErrorCode } from '../api/errors';
 import { PeerProxiedHeader } from '../api/headers';
 import { decodeDiscoveryBody, MAX_DISCOVERY_BODY_BYTES, routingView, type RoutingView } from '../aggregation/decode';
@@ -51,13 +51,26 @@ export interface FetchOptions {
   decode?: (body: Buffer, what: string) => Promise<{ routes: RoutingView; raw: Buffer; digest?: string }>;
 }
 
-export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' | '/apis', o: FetchOptions): Promise<FetchedDocument> {
+export async function fetchDiscoveryDocument(upstream: OwnDispatcher, path: '/api' | '/apis', o: FetchOptions): Promise<FetchedDocument> {
   const headers: Record<string, string> = { accept: DISCOVERY_ACCEPT_NOPEER, 'user-agent': 'mvproxy-discovery' };
   if (o.peerHop) Object.assign(headers, o.identityHeaders, { [PeerProxiedHeader]: 'true' });
   if (o.previous?.etag) headers['if-none-match'] = o.previous.etag;
-  let res: Dispatcher.ResponseData;
+  // One deadline for the head and the whole body: the body timeout alone is reset by every byte, and
+  // a server trickling one byte per timeoutMs held the fetch, and with it the refresh of every view
+  // (the publisher awaits all fetches together), for as long as it liked (helper 12).
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(Object.assign(new Error(`no whole answer within ${o.timeoutMs} ms`), { code: 'ETIMEDOUT' })), o.timeoutMs);
   try {
-    res = await upstream.request({ path, method: 'GET', headers, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs });
+    return await fetchWithin(upstream, path, headers, deadline.signal, o);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function fetchWithin(upstream: OwnDispatcher, path: '/api' | '/apis', headers: Record<string, string>, signal: AbortSignal, o: FetchOptions): Promise<FetchedDocument> {
+  let res: OwnResponse;
+  try {
+    res = await upstream.request({ path, method: 'GET', headers, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs, signal });
   } catch (e) {
     const err = e as Error & { code?: string };
     throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_TRANSPORT, `GET ${path}: ${err.code ? err.code + ': ' : ''}${err.message}`);
@@ -67,7 +80,7 @@ export async function fetchDiscoveryDocument(upstream: Dispatcher, path: '/api' 
     return o.previous;
   }
   if (res.statusCode !== 200) {
-    await res.body.dump().catch(() => undefined); // at most undici's dump limit (128 KiB), then the connection is closed
+    await res.body.dump().catch(() => undefined); // at most own-client.ts's DUMP_LIMIT_BYTES (128 KiB), then the connection is closed
     throw new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_STATUS, `GET ${path}: status ${res.statusCode}`, res.statusCode);
   }
   const ct = String(res.headers['content-type'] ?? '');
@@ -92,7 +105,7 @@ function inlineDecode(body: Buffer, what: string, maxBytes: number): { routes: R
  * chunks are put together a slice per turn of the event loop (Buffer.concat of 16 MiB held it
  * ~9 ms); the result is a Buffer over an ArrayBuffer of its own, which the decoder may take over.
  */
-async function readCapped(res: Dispatcher.ResponseData, path: string, max: number): Promise<Buffer> {
+async function readCapped(res: OwnResponse, path: string, max: number): Promise<Buffer> {
   const tooLarge = (n: string) => new DiscoveryFetchError(ErrorCode.MVP_ERR_DISCOVERY_TOO_LARGE, `GET ${path}: body of ${n} bytes, more than the ${max}-byte limit`);
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > max) {

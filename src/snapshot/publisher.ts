@@ -5,7 +5,7 @@
 // mvproxy refreshes every --discovery-refresh-interval (30 s default) with If-None-Match, so a
 // peer that changes its API set is seen within one interval, and an unchanged one costs a 304.
 
-import type { Dispatcher } from 'undici';
+import type { OwnDispatcher } from '../api/own-requests';
 import { ERRORS, ErrorCode, hasCode } from '../api/errors';
 import { fetchDiscoveryDocument, type FetchedDocument } from './fetch';
 import { DiscoveryFetchError } from '../aggregation/errors';
@@ -23,7 +23,7 @@ import { GVExclusions, listExtensionGroupVersions } from '../aggregation/exclusi
 import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from '../aggregation/openapi-index';
 
 export interface SnapshotPublisherOptions {
-  local: Dispatcher;
+  local: OwnDispatcher;
   peerPools: PeerPools;
   /** Identity headers sent with peer fetches (ownPeerIdentityHeaders). */
   peerIdentityHeaders?: Record<string, string>;
@@ -177,7 +177,13 @@ export class SnapshotPublisher {
     this.running = (async () => {
       do {
         this.again = false;
-        await this.refreshOnce();
+        try {
+          await this.refreshOnce();
+        } catch (e) {
+          // Every fetch's failure is handled in it; this is a bug's, and the daemon keeps serving the
+          // last snapshot (a refresh started by a timer or a membership change has no caller to throw to).
+          this.o.log.error('discovery refresh failed', e);
+        }
       } while (this.again && !this.stopped);
     })().finally(() => {
       this.running = undefined;
@@ -282,7 +288,7 @@ export class SnapshotPublisher {
   }
 
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
-  private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: Dispatcher, peerHop: boolean, countRerouted = false): Promise<ServerView | undefined> {
+  private async fetchView(peer: PeerEndpoint | undefined, prev: ServerView | undefined, upstream: OwnDispatcher, peerHop: boolean, countRerouted = false): Promise<ServerView | undefined> {
     const fetch = (path: '/api' | '/apis', previous: FetchedDocument | undefined) =>
       fetchDiscoveryDocument(upstream, path, { peerHop, identityHeaders: this.o.peerIdentityHeaders, previous, timeoutMs: this.o.fetchTimeoutMs, decode: peer ? this.decodePeer : this.decodeLocal });
     const paths = await Promise.allSettled([fetch('/api', prev?.api), fetch('/apis', prev?.apis)]);

@@ -1,12 +1,11 @@
-// Keep-alive connection pools (undici) to the local kube-apiserver and to each peer's peer
+// Keep-alive connection pools to the local kube-apiserver and to each peer's peer
 // listener. Peer connections use mutual TLS: our --proxy-client-cert-file/--proxy-client-key-file
 // as the client certificate, the peer's serving certificate checked against --peer-ca-file with
 // server name kubernetes.default.svc whatever address is dialled (docs/kubernetes-mvp.md §2.3, BuildPeerProxy).
 
 import type { TLSFiles } from './tls-files';
-import { buildConnector, Pool } from 'undici';
-import type { TLSSocket } from 'node:tls';
 import { OriginPool } from './h1/origin';
+import { OwnPool } from './own-client';
 import { splitHostPort } from '../gocompat/net';
 
 /** The server name Kubernetes checks a peer's serving certificate against (pkg/controlplane/apiserver/peer.go). */
@@ -29,7 +28,7 @@ export interface PoolOptions {
 /**
  * A uWS peer listener closes a connection idle for 10 s (uWS's HTTP idle timeout, not settable in
  * this build) and sends no Keep-Alive hint: kept longer, a request could go out on a connection
- * the peer is closing and fail. node:https peers hint 30 s (keepAliveTimeout), which undici follows.
+ * the peer is closing and fail. node:https peers hint 30 s (keepAliveTimeout), which node's Agent follows.
  */
 export const PEER_IDLE_TIMEOUT_MS = 5_000;
 
@@ -42,72 +41,55 @@ export const LOCAL_IDLE_TIMEOUT_MS = 30_000;
 
 /** The relay's connections to the local apiserver at `url` (upstream/h1/origin.ts). */
 export function localRelay(url: URL, connectTimeoutMs: number, tls: TLSFiles | undefined, http2 = false): OriginPool {
+  const { host, port, secure } = socketAddress(url);
+  return new OriginPool({ host, port, authority: url.host, tls: secure ? tls : undefined, connectTimeoutMs, idleTimeoutMs: LOCAL_IDLE_TIMEOUT_MS, http2 });
+}
+
+/** A URL's host as a socket address takes it (an IPv6 address without brackets), and its port or the scheme's. */
+function socketAddress(url: URL): { host: string; port: number; secure: boolean } {
   const secure = url.protocol === 'https:';
   const host = url.hostname.charCodeAt(0) === 0x5b /* [ */ ? url.hostname.slice(1, -1) : url.hostname;
-  return new OriginPool({ host, port: Number(url.port || (secure ? 443 : 80)), authority: url.host, tls: secure ? tls : undefined, connectTimeoutMs, idleTimeoutMs: LOCAL_IDLE_TIMEOUT_MS, http2 });
+  return { host, port: Number(url.port || (secure ? 443 : 80)), secure };
 }
 
 /**
- * No connection cap: every watch holds one connection for its whole life, and a cap would queue a
- * request behind watches that never end. Idle sockets close after 30 s (the apiserver's own
+ * The pool of mvproxy's own calls to `origin` (upstream/own-client.ts). No connection cap: a Lease
+ * watch holds one for minutes. Idle sockets close after 30 s unless set (the apiserver's own
  * keep-alive is longer, so we close first and never race its close).
  */
-export function createPool(origin: string, o: PoolOptions): Pool {
-  return new Pool(origin, {
-    connections: null,
-    pipelining: 1,
-    // HTTP/1.1 upstream, always: undici 8 negotiates h2 by default, and kube-apiserver offers it.
-    // Over h2 the response head arrives as an object, not the raw lines forwarded here (every
-    // header but Date was lost through a real apiserver), and watches would share one connection.
-    allowH2: false,
-    keepAliveTimeout: o.keepAliveTimeoutMs ?? 30_000,
-    keepAliveMaxTimeout: 600_000,
-    connect: connector(o),
-  });
+export function createPool(url: URL, o: PoolOptions): OwnPool {
+  const { host, port, secure } = socketAddress(url);
+  return ownPool(host, port, secure, o);
 }
 
-function connector(o: PoolOptions): buildConnector.connector | buildConnector.BuildOptions {
-  const options: buildConnector.BuildOptions = {
-    timeout: o.connectTimeoutMs,
-    ...(o.tls ? { ca: o.tls.ca, cert: o.tls.cert, key: o.tls.key, servername: o.tls.servername, rejectUnauthorized: true, ...o.tls.policy } : {}),
-  };
-  const seen = o.onServerCertificate;
-  if (!seen || !o.tls) return options;
-  // Once per new connection (keep-alive reuses it), not per request.
-  const connect = buildConnector(options);
-  return (opts, callback) =>
-    connect(opts, (err, socket) => {
-      if (err === null) {
-        const validTo = (socket as TLSSocket).getPeerCertificate?.().valid_to;
-        const t = validTo ? Date.parse(validTo) : NaN;
-        if (Number.isFinite(t)) seen(t / 1000);
-        callback(null, socket);
-      } else callback(err, null);
-    });
+function ownPool(host: string, port: number, secure: boolean, o: PoolOptions): OwnPool {
+  return new OwnPool(host, port, secure, { connectTimeoutMs: o.connectTimeoutMs, tls: o.tls, onServerCertificate: o.onServerCertificate, keepAliveTimeoutMs: o.keepAliveTimeoutMs ?? 30_000 });
 }
 
 /**
  * Pools to peers by address, created on first use and closed when their address leaves the snapshot:
- * undici's for mvproxy's own calls (discovery fetches, probes), and the relay's own client's for the
+ * own-client.ts's for mvproxy's own calls (discovery fetches, probes), and the relay's own client's for the
  * requests it proxies (upstream/h1/origin.ts).
  */
 export class PeerPools {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, OwnPool>();
   private readonly relays = new Map<string, OriginPool>();
   /**
    * Pools out of use (their address left, or new TLS material) that still finish what they carry: a
    * watch keeps its connection for its whole life. close() ends them too.
    */
-  private readonly retiredPools = new Set<Pool>();
+  private readonly retiredPools = new Set<OwnPool>();
   private readonly retiredRelays = new Set<OriginPool>();
   /** notAfter (Unix seconds) of the serving certificate each peer address presented last. */
   readonly certificateExpiry = new Map<string, number>();
   constructor(private readonly o: PoolOptions) {}
 
-  get(address: string): Pool {
+  get(address: string): OwnPool {
     let p = this.pools.get(address);
     if (!p) {
-      p = createPool('https://' + address, { ...this.o, keepAliveTimeoutMs: PEER_IDLE_TIMEOUT_MS, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
+      // Split as the relay splits it (below), never through a URL parser: both dial the same host.
+      const { host, port } = splitHostPort(address);
+      p = ownPool(host, port, true, { ...this.o, keepAliveTimeoutMs: PEER_IDLE_TIMEOUT_MS, onServerCertificate: (notAfter) => this.certificateExpiry.set(address, notAfter) });
       this.pools.set(address, p);
     }
     return p;

@@ -26,7 +26,7 @@ import { forwardRequestHeaders, UnsafeFieldError } from './request-head';
 import type { Metrics } from '../telemetry/metrics';
 import { ErrorCode } from '../api/errors';
 import type { Identity } from '../api/identity';
-import type { TLSFiles } from './pools';
+import { checkServerIdentity, type TLSFiles } from './tls-files';
 import type { Logger } from '../telemetry/log';
 import { answerStatus, closeAfterAnswer } from '../listener/answer';
 import { HeadCheck, isOriginForm, type Refusal } from '../listener/head-check';
@@ -143,7 +143,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
     path: req.url,
     headers,
     agent: false, // a connection of its own: after a 101 it belongs to the tunnel
-    ...(secure ? { ca: o.tls?.ca, ...(presentCert ? { cert: o.tls?.cert, key: o.tls?.key } : {}), servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname), ...o.tls?.policy } : {}),
+    ...(secure ? { ca: o.tls?.ca, ...(presentCert ? { cert: o.tls?.cert, key: o.tls?.key } : {}), servername: o.tls?.servername ?? (net.isIP(target.hostname) ? undefined : target.hostname), checkServerIdentity, ...o.tls?.policy } : {}),
   };
   const upReq = (secure ? https : http).request(options);
   let settled = false;

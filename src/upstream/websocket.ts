@@ -13,13 +13,13 @@
 // (listener/uws-websocket.ts): the daemon hands it webSocketDialer(target), so the listener never
 // imports this stage.
 
-import { WebSocket as WsClient } from 'ws';
+import type { WebSocket as WsClient } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { ErrorCode } from '../api/errors';
 import { responseHeadFrom, type IdentityHeaderRules } from './headers';
 import { forwardRequestHeaders, UnsafeFieldError } from './request-head';
 import type { Metrics } from '../telemetry/metrics';
-import type { TLSFiles } from './pools';
+import { checkServerIdentity, type TLSFiles } from './tls-files';
 import { isOriginForm } from '../listener/head-check';
 import type { BridgeCallbacks, WebSocketDialer, WebSocketUpgradeRequest } from '../listener/uws-websocket';
 
@@ -107,7 +107,9 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
   let settled = false;
   let upstream: WsClient;
   try {
-    upstream = new WsClient(url, [], {
+    // ws is loaded with the first WebSocket (~1 MiB of an idle daemon's memory otherwise; bench/README, "Memory at rest").
+    const { WebSocket } = require('ws') as typeof import('ws');
+    upstream = new WebSocket(url, [], {
       headers: headers as Record<string, string>, // arrays reach node:http as they are (ws copies the object)
       perMessageDeflate: false, // messages pass through as they are; the client's extensions are not negotiated upstream
       handshakeTimeout: t.headTimeoutMs,
@@ -116,7 +118,7 @@ export function openUpstreamWebSocket(req: WebSocketUpgradeRequest, t: WebSocket
       // The front-proxy certificate: to a peer always, to the local apiserver only with identity headers (carriesIdentity says why).
       ...(req.identity || peer !== undefined ? { cert: tls?.cert, key: tls?.key } : {}),
       followRedirects: false,
-      ...({ servername: tls?.servername, ...tls?.policy } as object), // passed on to tls.connect like ca/cert/key
+      ...({ servername: tls?.servername, checkServerIdentity, ...tls?.policy } as object), // passed on to tls.connect like ca/cert/key
     });
   } catch {
     // Nothing a client sends may throw out of the request path (an invalid URL, a header value

@@ -34,7 +34,7 @@ describe('upstream pools against a server that offers h2 and http/1.1 (as kube-a
   after(() => server.close());
 
   test('request(): HTTP/1.1, with every header', async () => {
-    const pool = createPool(`https://127.0.0.1:${port}`, { connectTimeoutMs: 2000, tls: { ca: Buffer.from(ca) } });
+    const pool = createPool(new URL(`https://127.0.0.1:${port}`), { connectTimeoutMs: 2000, tls: { ca: Buffer.from(ca) } });
     const r = await pool.request({ path: '/apis', method: 'GET' });
     await r.body.dump();
     await pool.close();

@@ -13,7 +13,7 @@ import tls, { type TLSSocket } from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../../api/errors';
 import { ResponseParser } from './response-parser';
-import type { TLSFiles } from '../tls-files';
+import { checkServerIdentity, type TLSFiles } from '../tls-files';
 import { H2Origin } from '../h2/origin';
 
 export interface OriginOptions {
@@ -242,6 +242,7 @@ export class OriginPool {
           secureContext: this.secureContext(),
           servername: t.servername ?? (net.isIP(o.host) ? undefined : o.host),
           rejectUnauthorized: true,
+          checkServerIdentity,
           ALPNProtocols: ['http/1.1'],
           session: this.session,
           ...t.policy,

@@ -17,7 +17,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { codedError, ErrorCode } from '../../api/errors';
-import type { TLSFiles } from '../tls-files';
+import { checkServerIdentity, type TLSFiles } from '../tls-files';
 import { H2Connection } from './connection';
 
 /** Streams per session at most, whatever the server allows (Go's default is 250, kube-apiserver's configurable). */
@@ -143,6 +143,7 @@ export class H2Origin {
         secureContext: this.context,
         servername: o.tls.servername ?? (net.isIP(o.host) ? undefined : o.host),
         rejectUnauthorized: true,
+        checkServerIdentity,
         ALPNProtocols: ['h2', 'http/1.1'],
         session: this.tlsSession,
         ...o.tls.policy,
