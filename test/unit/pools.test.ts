@@ -4,9 +4,10 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createCA } from '../../src/pki/throwaway';
-import { createPool, localRelay } from '../../src/upstream/pools';
+import { createPool, localRelay, PeerPools, PEER_SERVER_NAME } from '../../src/upstream/pools';
 import { UpstreamAttempt, type AttemptReport } from '../../src/upstream/h1/attempt';
 import { NO_BODY, requestHead } from '../../src/upstream/request-head';
 import type { AttemptHead } from '../../src/upstream/h1/attempt';
@@ -63,5 +64,28 @@ describe('upstream pools against a server that offers h2 and http/1.1 (as kube-a
     assert.equal(got.head.get('etag'), '"abc"');
     assert.equal(got.head.get('audit-id'), 'a1');
     assert.equal(got.body, '{}');
+  });
+
+  test("the relay's client refuses a peer certificate whose name is only in its CN, as Go does: the request is not sent", async () => {
+    const authority = await createCA('peer-ca');
+    const leaf = await authority.issue({ commonName: PEER_SERVER_NAME, usage: 'server' }); // no SAN
+    let requests = 0;
+    const peer = https.createServer({ cert: leaf.cert, key: leaf.key }, (req, res) => void (requests++, res.end('{}')));
+    await new Promise<void>((r) => peer.listen(0, '127.0.0.1', () => r()));
+    const pools = new PeerPools({ connectTimeoutMs: 2000, tls: { ca: Buffer.from(authority.cert), servername: PEER_SERVER_NAME } });
+    const address = `127.0.0.1:${(peer.address() as AddressInfo).port}`;
+    try {
+      const failed = await new Promise<{ err: Error; notSent: boolean }>((resolve, reject) => {
+        const report: AttemptReport = { upstreamHead: () => reject(new Error('answered')), upstreamBody: () => true, upstreamEnd: () => reject(new Error('answered')), upstreamFailed: (err, notSent) => resolve({ err, notSent }) };
+        const pool = pools.relay(address);
+        new UpstreamAttempt(report, pool, { head: requestHead('GET', '/apis', [], { host: pool.name, remoteAddress: '127.0.0.1', rules: new IdentityHeaderRules(), trustIdentityHeaders: false, identity: undefined, peerHop: true, bodyLength: NO_BODY }), body: null, chunked: false, noBody: false, fromAPIServer: false, replayable: true }).start();
+      });
+      assert.match(failed.err.message, /no DNS subject alternative name/);
+      assert.equal(failed.notSent, true);
+      assert.equal(requests, 0);
+    } finally {
+      await pools.close();
+      peer.close();
+    }
   });
 });
