@@ -40,11 +40,11 @@ export class OwnPool implements OwnDispatcher {
    * `host` as a socket address takes it (an IPv6 address without brackets); nothing here parses or
    * throws: an address a Lease advertises that no URL parser takes fails its requests, not the daemon.
    */
-  constructor(private readonly host: string, private readonly port: number, private readonly secure: boolean, private readonly o: OwnPoolOptions) {
-    const t = this.secure ? o.tls : undefined;
+  constructor(private readonly host: string, private readonly port: number, private readonly secure: boolean, o: OwnPoolOptions) {
+    const t = o.tls;
     // rejectUnauthorized and Go's server name check (tls-files.ts): the peer calls carry the
     // front-proxy certificate and identity headers.
-    const agentOptions = { keepAlive: true, timeout: o.keepAliveTimeoutMs, scheduling: 'lifo' as const, ...(t ? { ca: t.ca, cert: t.cert, key: t.key, servername: t.servername, rejectUnauthorized: true, checkServerIdentity, ...t.policy } : {}) };
+    const agentOptions = { keepAlive: true, timeout: o.keepAliveTimeoutMs, scheduling: 'lifo' as const, ...(secure ? { ca: t?.ca, cert: t?.cert, key: t?.key, servername: t?.servername, rejectUnauthorized: true, checkServerIdentity, ...t?.policy } : {}) };
     this.agent = this.secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     const create = this.agent.createConnection.bind(this.agent) as (opts: object, cb?: (err: Error | null, s: Duplex) => void) => Duplex;
     const seen = o.onServerCertificate;
@@ -76,7 +76,8 @@ export class OwnPool implements OwnDispatcher {
     return new Promise<OwnResponse>((resolve, reject) => {
       let req: http.ClientRequest;
       try {
-        req = (this.secure ? https : http).request({ agent: this.agent, host: this.host, port: this.port, method: o.method, path: o.path, headers, ...(this.secure ? this.tlsOptions() : {}) });
+        // The TLS options are the agent's: node's Agent merges them into every request it takes (addRequest).
+        req = (this.secure ? https : http).request({ agent: this.agent, host: this.host, port: this.port, method: o.method, path: o.path, headers });
       } catch (e) {
         reject(e as Error); // a path or header node:http refuses
         return;
@@ -116,11 +117,6 @@ export class OwnPool implements OwnDispatcher {
       });
       req.end(body);
     });
-  }
-
-  private tlsOptions(): https.RequestOptions {
-    const t = this.o.tls;
-    return t ? { ca: t.ca, cert: t.cert, key: t.key, servername: t.servername, rejectUnauthorized: true, checkServerIdentity, ...t.policy } : { rejectUnauthorized: true, checkServerIdentity };
   }
 
   close(): Promise<void> {

@@ -63,7 +63,7 @@ export function createPool(url: URL, o: PoolOptions): OwnPool {
 }
 
 function ownPool(host: string, port: number, secure: boolean, o: PoolOptions): OwnPool {
-  return new OwnPool(host, port, secure, { connectTimeoutMs: o.connectTimeoutMs, tls: o.tls, onServerCertificate: o.onServerCertificate, keepAliveTimeoutMs: o.keepAliveTimeoutMs ?? 30_000 });
+  return new OwnPool(host, port, secure, { ...o, keepAliveTimeoutMs: o.keepAliveTimeoutMs ?? LOCAL_IDLE_TIMEOUT_MS });
 }
 
 /**
