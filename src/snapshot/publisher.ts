@@ -248,17 +248,6 @@ export class SnapshotPublisher {
     const membership = peers.map((p) => `${p.id}=${p.address}#${p.incarnation ?? ''}`).sort().join(',');
     const membershipChanged = membership !== this.lastMembership;
     this.lastMembership = membership;
-    const [local] = await Promise.all([
-      this.fetchView(undefined, this.local, this.o.local, false),
-      ...peers.map(async (p) => {
-        const prev = this.peerViews.get(p.id);
-        const same = prev && prev.address === p.address && prev.incarnation === p.incarnation;
-        const countRerouted = membershipChanged || !same || !prev.up;
-        const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true, countRerouted);
-        if (view) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
-      }),
-    ]);
-    if (local) this.local = local;
     const live = new Set(peers.map((p) => p.id));
     const now = this.now();
     for (const [id, v] of this.peerViews) {
@@ -279,6 +268,25 @@ export class SnapshotPublisher {
         grace.unref();
         this.graceTimers.add(grace);
       } else if (now - v.leftAt > this.o.peerGraceMs) this.peerViews.delete(id);
+    }
+    // Every view is fetched at once. The local one is published without waiting more than
+    // PEER_WAIT_MS for the peers: a peer slow to answer (fetchTimeoutMs, 10 s, at most) used to hold
+    // back every change of the local apiserver's own API set (a CRD it now serves) for as long.
+    const fetchPeer = async (p: PeerEndpoint) => {
+      const prev = this.peerViews.get(p.id);
+      const same = prev && prev.address === p.address && prev.incarnation === p.incarnation;
+      const countRerouted = membershipChanged || !same || !prev.up;
+      const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true, countRerouted);
+      if (view) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
+    };
+    // Each failure is handled in fetchView; this catch is for a bug's, which must not be an
+    // unhandled rejection while the local fetch is awaited.
+    const fetchingPeers = Promise.all(peers.map((p) => fetchPeer(p).catch((e: unknown) => this.o.log.error('peer discovery refresh failed', e, { peer: p.id }))));
+    const local = await this.fetchView(undefined, this.local, this.o.local, false);
+    if (local) this.local = local;
+    if (!(await settlesWithin(fetchingPeers, PEER_WAIT_MS))) {
+      this.publish();
+      await fetchingPeers;
     }
     this.o.peerPools.retain(peers.map((p) => p.address));
     this.publish();
@@ -475,6 +483,23 @@ const TABLE_SLICE_MS = 5;
 
 /** The longest a route table waits for its discovery documents (a merge takes ~10–100 ms on the fixtures). */
 const MERGE_WAIT_MS = 5_000;
+
+/**
+ * How long a refresh waits for its peers' views once the local one is in before it publishes what
+ * it has (and again when the rest are in). Peers on a LAN answer a 304 in a few ms.
+ */
+const PEER_WAIT_MS = 1_000;
+
+/** Whether `p` settles within `ms` (it is awaited by the caller either way). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** The HTTP status behind a failed discovery fetch: the server's answer, or 503 when there was none (upstream's proxy responder). */
 function answeredStatus(e: unknown): number {

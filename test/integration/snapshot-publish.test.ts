@@ -36,8 +36,12 @@ class GatedMerger extends DiscoveryMerger {
   }
 }
 
-async function fakeApiserver(apis: { body: Buffer }) {
-  const server = http.createServer((req, res) => {
+async function fakeApiserver(apis: { body: Buffer; gate?: Promise<void>; held?: number }) {
+  const server = http.createServer(async (req, res) => {
+    if (apis.gate) {
+      apis.held = (apis.held ?? 0) + 1;
+      await apis.gate;
+    }
     const body = req.url === '/api' ? CORE_API : req.url === '/apis' ? apis.body : undefined;
     if (!body) return void res.writeHead(404).end();
     res.writeHead(200, { 'content-type': AGG }).end(body);
@@ -120,5 +124,66 @@ describe('the snapshot publisher publishes table and documents together', () => 
     merger.release();
     await refreshed;
     await eventually(() => snapshots.current.discovery !== before.discovery, { what: 'the documents follow once the merge ends', timeoutMs: 5_000 });
+  });
+});
+
+describe('a peer slow to answer its discovery does not hold back the local view', () => {
+  const localApis: { body: Buffer } = { body: V133_APIS };
+  const peerApis: { body: Buffer; gate?: Promise<void>; held?: number } = { body: V133_APIS };
+  let local: Awaited<ReturnType<typeof fakeApiserver>>;
+  let peer: Awaited<ReturnType<typeof fakeApiserver>>;
+  let localPool: Pool;
+  let peerPool: Pool;
+  let publisher: SnapshotPublisher;
+  const snapshots = new SnapshotHolder();
+  const workloads = () => snapshots.current.table.lookup('scheduling.k8s.io', 'v1beta1', 'workloads');
+
+  before(async () => {
+    local = await fakeApiserver(localApis);
+    peer = await fakeApiserver(peerApis);
+    localPool = new Pool(local.url);
+    peerPool = new Pool(peer.url);
+    publisher = new SnapshotPublisher({
+      local: localPool,
+      peerPools: { get: () => peerPool, retain: () => undefined } as unknown as PeerPools,
+      snapshots,
+      localID: 'local',
+      peers: () => [{ id: 'peer-1', address: peer.address }],
+      merger: new DiscoveryMerger({ inline: true }),
+      refreshIntervalMs: 3_600_000,
+      peerGraceMs: 600_000,
+      // Longer than the test's bound below: without the behaviour the local change waits for it.
+      fetchTimeoutMs: 60_000,
+      metrics: new Metrics(),
+      log: createLogger(0, 'json', () => undefined),
+    });
+    await publisher.refresh();
+  });
+  after(async () => {
+    await publisher.stop();
+    await localPool.close();
+    await peerPool.close();
+    await local.close();
+    await peer.close();
+  });
+
+  test('the local apiserver starts serving a kind while a peer does not answer: routed locally before the peer answers, and the peer keeps its view', async () => {
+    assert.equal(workloads(), undefined, 'nobody serves workloads yet');
+    let release: () => void = () => undefined;
+    peerApis.gate = new Promise((r) => (release = r));
+    peerApis.held = 0;
+    localApis.body = V137_APIS; // the local apiserver was upgraded to v1.37: it serves workloads
+    const refreshed = publisher.refresh();
+    try {
+      await eventually(() => workloads()?.servedLocally, { what: 'workloads routed to the local apiserver', timeoutMs: 20_000, intervalMs: 50 });
+      assert.ok(peerApis.held > 0, "the peer's discovery fetch is still waiting for its answer");
+      assert.equal(publisher.peerUp('peer-1'), true, 'the peer keeps its last good view meanwhile');
+    } finally {
+      peerApis.gate = undefined;
+      release();
+    }
+    await refreshed;
+    assert.equal(workloads()?.servedLocally, true);
+    assert.equal(publisher.peerUp('peer-1'), true, "the peer's answer is in");
   });
 });
