@@ -50,9 +50,10 @@ COPY --from=build /opt/malloc/libjemalloc.so.2 /usr/local/lib/libjemalloc.so.2
 # background_thread: jemalloc purges freed pages only when another allocation ticks its arena, so an
 # idle daemon kept them (484 MiB 20 s after 10,000 idle connections closed, 174 at rest, V8's heap
 # collected: test/slow/idle-connections.test.ts); its own thread purges them after 10 s (232 MiB).
-# test/support/jemalloc.ts JEMALLOC_CONF is the same setting.
+# narenas:1: one arena, not 4 per CPU, each keeping its own dirty pages (2,000 watches: 6-8 MiB less,
+# bench/README.md "jemalloc with one arena"). test/support/jemalloc.ts JEMALLOC_CONF is the same setting.
 ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2 \
-    MALLOC_CONF=background_thread:true
+    MALLOC_CONF=background_thread:true,narenas:1
 # The ports of deploy/config.yaml: 6443 client listener (the node's advertise address; kube-apiserver
 # moves to 127.0.0.1:6443), 6445 peer listener (mutual TLS), 10290 /metrics /livez /readyz (loopback).
 EXPOSE 6443 6445 10290

@@ -78,6 +78,20 @@ const PROFILE = process.argv.includes('--profile');
 const TIME_LIMIT_MS = num('--time-limit-s', 900) * 1000;
 /** Another compiled mvproxy (DIR/src/main.js, e.g. a mutated copy) instead of compiling src/ into bench/.build. */
 const MVPROXY_BUILD = str('--mvproxy-build');
+/**
+ * mvproxy's allocator and V8 flags, to measure a setting against the image's (issue 40 §2):
+ * `--malloc-conf glibc` runs it without jemalloc, `--malloc-conf 'background_thread:true,narenas:1'`
+ * with that MALLOC_CONF; `--node-options` replaces the image's NODE_OPTIONS. HAProxy and the floors
+ * keep theirs. The JSON's settings record both.
+ */
+const MALLOC_CONF = str('--malloc-conf');
+const NODE_OPTIONS = str('--node-options');
+function mvproxyEnv(): Record<string, string> {
+  const env: Record<string, string> = { ...IMAGE_ENV, ...(MALLOC_CONF === 'glibc' ? {} : jemalloc()), ...profileEnv() };
+  if (MALLOC_CONF !== undefined && MALLOC_CONF !== 'glibc' && env.MALLOC_CONF !== undefined) env.MALLOC_CONF = MALLOC_CONF;
+  if (NODE_OPTIONS !== undefined) env.NODE_OPTIONS = `${NODE_OPTIONS} ${PROFILE ? (profileEnv().NODE_OPTIONS ?? '') : ''}`.trim();
+  return env;
+}
 /** fds and connections that may come and go without a watch (a metrics scrape, a peer probe, discovery). */
 const SLACK = 6;
 
@@ -529,7 +543,7 @@ async function main(): Promise<number> {
   const pairs = new Map<Frontend, Member[]>();
   for (const f of frontends) {
     // As in the image: the compiled build, its environment, jemalloc; discovery at the default 30 s.
-    const members = await startMvproxies(plane, { frontend: f, extraArgs: ['--discovery-refresh-interval=30s'], command: { entry: [join(MVPROXY_BUILD ?? BUILD_DIR, 'src', 'main.js')], env: { ...IMAGE_ENV, ...jemalloc(), ...profileEnv() } } });
+    const members = await startMvproxies(plane, { frontend: f, extraArgs: ['--discovery-refresh-interval=30s'], command: { entry: [join(MVPROXY_BUILD ?? BUILD_DIR, 'src', 'main.js')], env: mvproxyEnv() } });
     cleanups.push(() => Promise.all(members.map((m) => m.stop())));
     pairs.set(f, members);
     say(`mvproxy pair (${f}): pids ${members.map((m) => m.proc.child.pid).join(', ')}`);
@@ -664,7 +678,7 @@ async function main(): Promise<number> {
     startedAt,
     elapsedS: round((performance.now() - t0) / 1000, 1),
     machine: { cpus: os.cpus().length, node: process.version, kubeApiserver: api.version },
-    settings: { watches: W, updates: UPDATES, intervalMs: INTERVAL_MS, client: 'client-go v0.37.2 watch-lists, defaults (h2 by ALPN, gzip; QPS limiter off): typed clientset (protobuf) on the local route, dynamic client (JSON) on the peer route', mvproxy: `${MVPROXY_BUILD ?? 'src/ compiled into bench/.build'}, image environment, jemalloc` },
+    settings: { watches: W, updates: UPDATES, intervalMs: INTERVAL_MS, client: 'client-go v0.37.2 watch-lists, defaults (h2 by ALPN, gzip; QPS limiter off): typed clientset (protobuf) on the local route, dynamic client (JSON) on the peer route', mvproxy: `${MVPROXY_BUILD ?? 'src/ compiled into bench/.build'}, image environment, jemalloc`, mallocConf: MALLOC_CONF ?? JEMALLOC_CONF, nodeOptions: NODE_OPTIONS ?? IMAGE_ENV.NODE_OPTIONS },
     cases: results,
     /** Per case, issue 29's targets this run missed (empty: all met). */
     targets29Missed: targets29,

@@ -37,14 +37,15 @@ class GatedMerger extends DiscoveryMerger {
 }
 
 async function fakeApiserver(apis: { body: Buffer; gate?: Promise<void>; held?: number }) {
-  const server = http.createServer(async (req, res) => {
-    if (apis.gate) {
-      apis.held = (apis.held ?? 0) + 1;
-      await apis.gate;
-    }
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const body = req.url === '/api' ? CORE_API : req.url === '/apis' ? apis.body : undefined;
     if (!body) return void res.writeHead(404).end();
     res.writeHead(200, { 'content-type': AGG }).end(body);
+  };
+  const server = http.createServer((req, res) => {
+    if (!apis.gate) return answer(req, res);
+    apis.held = (apis.held ?? 0) + 1;
+    void apis.gate.then(() => answer(req, res));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;

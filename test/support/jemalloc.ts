@@ -8,9 +8,13 @@ import { existsSync, readdirSync } from 'node:fs';
  * What the image sets (Dockerfile): jemalloc purges freed pages only when its arena is ticked by
  * another allocation, so an idle daemon kept them: 484 MiB 20 s after 10,000 idle connections went
  * away (174 at rest, the V8 heap already collected to 21 MiB), in one run of two. Its background
- * thread purges on its own clock (dirty_decay_ms, 10 s).
+ * thread purges on its own clock (dirty_decay_ms, 10 s). narenas:1: one arena instead of jemalloc's
+ * default four per CPU; mvproxy allocates from one thread but for TLS in libuv's pool and the merge
+ * worker, and each arena kept its own dirty pages: 143.5–146.8 MiB with 2,000 node-local watches
+ * against 150.2–151.1, uWS 141.0–144.5 against 150.1–150.5, CPU per event within the runs' spread
+ * (bench/README.md "jemalloc with one arena").
  */
-export const JEMALLOC_CONF = 'background_thread:true';
+export const JEMALLOC_CONF = 'background_thread:true,narenas:1';
 
 /** The environment that preloads it (MVPROXY_WATCH_MEMORY_MALLOC=glibc: none, to compare). */
 export function jemalloc(): Record<string, string> {
