@@ -52,44 +52,54 @@ async function fakeApiserver(apis: { body: Buffer; gate?: Promise<void>; held?: 
   return { address: `127.0.0.1:${port}`, url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
+type Apis = Parameters<typeof fakeApiserver>[0];
+
+/** A publisher over a fake local apiserver and one fake peer ('peer-1'), refreshed once. */
+async function startPublisher(localApis: Apis, peerApis: Apis, o: { merger: DiscoveryMerger; snapshots: SnapshotHolder; peerGraceMs: number; fetchTimeoutMs: number }) {
+  const local = await fakeApiserver(localApis);
+  const peer = await fakeApiserver(peerApis);
+  const localPool = new Pool(local.url);
+  const peerPool = new Pool(peer.url);
+  const publisher = new SnapshotPublisher({
+    local: localPool,
+    peerPools: { get: () => peerPool, retain: () => undefined } as unknown as PeerPools,
+    snapshots: o.snapshots,
+    localID: 'local',
+    peers: () => [{ id: 'peer-1', address: peer.address }],
+    merger: o.merger,
+    refreshIntervalMs: 3_600_000,
+    peerGraceMs: o.peerGraceMs,
+    fetchTimeoutMs: o.fetchTimeoutMs,
+    metrics: new Metrics(),
+    log: createLogger(0, 'json', () => undefined),
+  });
+  await publisher.refresh();
+  return {
+    publisher,
+    async close() {
+      await publisher.stop();
+      await localPool.close();
+      await peerPool.close();
+      await local.close();
+      await peer.close();
+    },
+  };
+}
+
 describe('the snapshot publisher publishes table and documents together', () => {
   const peerApis = { body: V133_APIS };
-  let local: Awaited<ReturnType<typeof fakeApiserver>>;
-  let peer: Awaited<ReturnType<typeof fakeApiserver>>;
-  let localPool: Pool;
-  let peerPool: Pool;
   let publisher: SnapshotPublisher;
+  let close: () => Promise<void>;
   const merger = new GatedMerger({ inline: true });
   const snapshots = new SnapshotHolder();
   const workloads = () => snapshots.current.table.lookup('scheduling.k8s.io', 'v1beta1', 'workloads')?.peers;
 
   before(async () => {
-    local = await fakeApiserver({ body: V133_APIS });
-    peer = await fakeApiserver(peerApis);
-    localPool = new Pool(local.url);
-    peerPool = new Pool(peer.url);
-    publisher = new SnapshotPublisher({
-      local: localPool,
-      peerPools: { get: () => peerPool, retain: () => undefined } as unknown as PeerPools,
-      snapshots,
-      localID: 'local',
-      peers: () => [{ id: 'peer-1', address: peer.address }],
-      merger,
-      refreshIntervalMs: 3_600_000,
-      peerGraceMs: 60_000,
-      fetchTimeoutMs: 10_000,
-      metrics: new Metrics(),
-      log: createLogger(0, 'json', () => undefined),
-    });
-    await publisher.refresh();
+    ({ publisher, close } = await startPublisher({ body: V133_APIS }, peerApis, { merger, snapshots, peerGraceMs: 60_000, fetchTimeoutMs: 10_000 }));
   });
   after(async () => {
     merger.release();
-    await publisher.stop();
-    await localPool.close();
-    await peerPool.close();
-    await local.close();
-    await peer.close();
+    await close();
   });
 
   test('while the merge of a changed input runs, the previous table stays published; then both change in one publication', async () => {
@@ -131,42 +141,16 @@ describe('the snapshot publisher publishes table and documents together', () => 
 describe('a peer slow to answer its discovery does not hold back the local view', () => {
   const localApis: { body: Buffer } = { body: V133_APIS };
   const peerApis: { body: Buffer; gate?: Promise<void>; held?: number } = { body: V133_APIS };
-  let local: Awaited<ReturnType<typeof fakeApiserver>>;
-  let peer: Awaited<ReturnType<typeof fakeApiserver>>;
-  let localPool: Pool;
-  let peerPool: Pool;
   let publisher: SnapshotPublisher;
+  let close: () => Promise<void>;
   const snapshots = new SnapshotHolder();
   const workloads = () => snapshots.current.table.lookup('scheduling.k8s.io', 'v1beta1', 'workloads');
 
+  // fetchTimeoutMs longer than the test's bound below: without the behaviour the local change waits for it.
   before(async () => {
-    local = await fakeApiserver(localApis);
-    peer = await fakeApiserver(peerApis);
-    localPool = new Pool(local.url);
-    peerPool = new Pool(peer.url);
-    publisher = new SnapshotPublisher({
-      local: localPool,
-      peerPools: { get: () => peerPool, retain: () => undefined } as unknown as PeerPools,
-      snapshots,
-      localID: 'local',
-      peers: () => [{ id: 'peer-1', address: peer.address }],
-      merger: new DiscoveryMerger({ inline: true }),
-      refreshIntervalMs: 3_600_000,
-      peerGraceMs: 600_000,
-      // Longer than the test's bound below: without the behaviour the local change waits for it.
-      fetchTimeoutMs: 60_000,
-      metrics: new Metrics(),
-      log: createLogger(0, 'json', () => undefined),
-    });
-    await publisher.refresh();
+    ({ publisher, close } = await startPublisher(localApis, peerApis, { merger: new DiscoveryMerger({ inline: true }), snapshots, peerGraceMs: 600_000, fetchTimeoutMs: 60_000 }));
   });
-  after(async () => {
-    await publisher.stop();
-    await localPool.close();
-    await peerPool.close();
-    await local.close();
-    await peer.close();
-  });
+  after(() => close());
 
   test('the local apiserver starts serving a kind while a peer does not answer: routed locally before the peer answers, and the peer keeps its view', async () => {
     assert.equal(workloads(), undefined, 'nobody serves workloads yet');
