@@ -271,28 +271,50 @@ export class SnapshotPublisher {
     }
     // Every view is fetched at once. The local one is published without waiting more than
     // PEER_WAIT_MS for the peers: a peer slow to answer (fetchTimeoutMs, 10 s, at most) used to hold
-    // back every change of the local apiserver's own API set (a CRD it now serves) for as long.
-    const fetchPeer = async (p: PeerEndpoint) => {
-      const prev = this.peerViews.get(p.id);
-      const same = prev && prev.address === p.address && prev.incarnation === p.incarnation;
-      const countRerouted = membershipChanged || !same || !prev.up;
-      const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true, countRerouted);
-      if (view) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
-    };
-    // Each failure is handled in fetchView; this catch is for a bug's, which must not be an
-    // unhandled rejection while the local fetch is awaited.
-    const fetchingPeers = Promise.all(peers.map((p) => fetchPeer(p).catch((e: unknown) => this.o.log.error('peer discovery refresh failed', e, { peer: p.id }))));
+    // back every change of the local apiserver's own API set (a CRD it now serves) for as long, and
+    // every refresh asked meanwhile (the local apiserver serving again, a membership change) behind it.
+    // A peer still answering is published when it answers, and not asked again until then.
+    const fetchingPeers = Promise.all(peers.map((p) => this.fetchPeer(p, membershipChanged)));
     const local = await this.fetchView(undefined, this.local, this.o.local, false);
     if (local) this.local = local;
     if (!(await settlesWithin(fetchingPeers, PEER_WAIT_MS))) {
-      this.publish();
-      await fetchingPeers;
+      void fetchingPeers.then(() => {
+        this.republish();
+        // Timed again from the late answers: a peer that failed then is retried soon (nextDelay), not an interval later.
+        if (this.scheduled && this.running === undefined) this.schedule();
+      });
     }
     this.o.peerPools.retain(peers.map((p) => p.address));
     this.publish();
     // A refresh resolves once its snapshot is out (or a newer one superseded it): callers such as
     // setStaticPeers() and the tests route with the result right after.
     await this.merging;
+  }
+
+  /** Each peer's discovery fetch in flight, by member (id=address#incarnation): one at a time. */
+  private readonly peerFetches = new Map<string, Promise<void>>();
+
+  /**
+   * Fetches one peer's view, or joins its fetch in flight; never rejects. A view that arrives after
+   * the peer changed address or incarnation, or left, is dropped: the member's new fetch decides.
+   */
+  private fetchPeer(p: PeerEndpoint, membershipChanged: boolean): Promise<void> {
+    const key = `${p.id}=${p.address}#${p.incarnation ?? ''}`;
+    const inFlight = this.peerFetches.get(key);
+    if (inFlight) return inFlight;
+    const fetched = (async () => {
+      const prev = this.peerViews.get(p.id);
+      const same = prev && prev.address === p.address && prev.incarnation === p.incarnation;
+      const countRerouted = membershipChanged || !same || !prev.up;
+      const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true, countRerouted);
+      const member = this.o.peers().find((m) => m.id === p.id);
+      if (view && !this.stopped && member?.address === p.address && member.incarnation === p.incarnation) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
+    })()
+      // Each failure is handled in fetchView; this is for a bug's (a throw must not end the refresh, nor go unhandled).
+      .catch((e: unknown) => this.o.log.error('peer discovery refresh failed', e, { peer: p.id }))
+      .finally(() => this.peerFetches.delete(key));
+    this.peerFetches.set(key, fetched);
+    return fetched;
   }
 
   /** Fetches /api and /apis of one server; returns the new view, or the kept one on failure (undefined = nothing yet). */
@@ -486,14 +508,17 @@ const MERGE_WAIT_MS = 5_000;
 
 /**
  * How long a refresh waits for its peers' views once the local one is in before it publishes what
- * it has (and again when the rest are in). Peers on a LAN answer a 304 in a few ms.
+ * it has and ends (the rest publish when they answer). Peers on a LAN answer a 304 in a few ms.
  */
 const PEER_WAIT_MS = 1_000;
 
 /** Whether `p` settles within `ms` (it is awaited by the caller either way). */
 async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
   try {
     return await Promise.race([p.then(() => true), late]);
   } finally {
