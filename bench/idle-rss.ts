@@ -19,6 +19,8 @@ async function main() {
   const up = await startFakeUpstream(() => false);
   const env: NodeJS.ProcessEnv = { ...process.env, ...IMAGE_ENV };
   if (variant !== 'glibc') Object.assign(env, jemalloc());
+  // Another jemalloc setting to compare with the image's (bench/README "jemalloc with one arena").
+  if (variant !== 'glibc' && process.env.MVPROXY_IDLE_MALLOC_CONF) env.MALLOC_CONF = process.env.MVPROXY_IDLE_MALLOC_CONF;
   const extra = variant === 'lite' ? ['--max-old-space-size=64'] : [];
   const p = spawn(process.execPath, [...extra, process.env.MVPROXY_MAIN ?? join(__dirname, '.build', 'src', 'main.js'), `--frontend=${fe}`, '--secure-port=0', '--bind-address=127.0.0.1', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${up.url}`, '--v=0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
