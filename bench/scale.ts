@@ -89,7 +89,7 @@ const NODE_OPTIONS = str('--node-options');
 function mvproxyEnv(): Record<string, string> {
   const env: Record<string, string> = { ...IMAGE_ENV, ...(MALLOC_CONF === 'glibc' ? {} : jemalloc()), ...profileEnv() };
   if (MALLOC_CONF !== undefined && MALLOC_CONF !== 'glibc' && env.MALLOC_CONF !== undefined) env.MALLOC_CONF = MALLOC_CONF;
-  if (NODE_OPTIONS !== undefined) env.NODE_OPTIONS = `${NODE_OPTIONS} ${PROFILE ? (profileEnv().NODE_OPTIONS ?? '') : ''}`.trim();
+  if (NODE_OPTIONS !== undefined) env.NODE_OPTIONS = `${NODE_OPTIONS} ${profileEnv().NODE_OPTIONS ?? ''}`.trim();
   return env;
 }
 /** fds and connections that may come and go without a watch (a metrics scrape, a peer probe, discovery). */

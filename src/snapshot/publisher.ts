@@ -91,7 +91,7 @@ export class SnapshotPublisher {
    */
   private readonly decodeLocal = (body: Buffer, what: string) => this.merger.decode(body, what, { transfer: true });
   private readonly decodePeer = (body: Buffer, what: string) => this.merger.decode(body, what, { limits: PEER_DISCOVERY_LIMITS, transfer: true });
-  /** The membership of the last refresh (id=address#incarnation): a change makes its fetches count as upstream's would. */
+  /** The membership of the last refresh (memberKey, joined): a change makes its fetches count as upstream's would. */
   private lastMembership: string | undefined;
   private openAPI: OpenAPIIndex | undefined;
   private merging: Promise<void> = Promise.resolve();
@@ -245,7 +245,7 @@ export class SnapshotPublisher {
     // or taken over) and retries a failed one; it has no periodic refresh (docs/kubernetes-mvp.md §4.4). Its fetches
     // count in apiserver_rerouted_request_total; mvproxy's periodic refresh of an unchanged, healthy
     // peer does not, so the series means what it means in-tree.
-    const membership = peers.map((p) => `${p.id}=${p.address}#${p.incarnation ?? ''}`).sort().join(',');
+    const membership = peers.map(memberKey).sort().join(',');
     const membershipChanged = membership !== this.lastMembership;
     this.lastMembership = membership;
     const live = new Set(peers.map((p) => p.id));
@@ -277,7 +277,7 @@ export class SnapshotPublisher {
     const fetchingPeers = Promise.all(peers.map((p) => this.fetchPeer(p, membershipChanged)));
     const local = await this.fetchView(undefined, this.local, this.o.local, false);
     if (local) this.local = local;
-    if (!(await settlesWithin(fetchingPeers, PEER_WAIT_MS))) {
+    if ((await within(fetchingPeers, PEER_WAIT_MS)) === LATE) {
       void fetchingPeers.then(() => {
         this.republish();
         // Timed again from the late answers: a peer that failed then is retried soon (nextDelay), not an interval later.
@@ -291,7 +291,7 @@ export class SnapshotPublisher {
     await this.merging;
   }
 
-  /** Each peer's discovery fetch in flight, by member (id=address#incarnation): one at a time. */
+  /** Each peer's discovery fetch in flight, by memberKey: one at a time. */
   private readonly peerFetches = new Map<string, Promise<void>>();
 
   /**
@@ -299,7 +299,7 @@ export class SnapshotPublisher {
    * the peer changed address or incarnation, or left, is dropped: the member's new fetch decides.
    */
   private fetchPeer(p: PeerEndpoint, membershipChanged: boolean): Promise<void> {
-    const key = `${p.id}=${p.address}#${p.incarnation ?? ''}`;
+    const key = memberKey(p);
     const inFlight = this.peerFetches.get(key);
     if (inFlight) return inFlight;
     const fetched = (async () => {
@@ -469,11 +469,8 @@ export class SnapshotPublisher {
         return undefined;
       },
     );
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), MERGE_WAIT_MS)));
-    const first = await Promise.race([build, late]);
-    clearTimeout(timer);
-    if (first !== 'late') return first;
+    const first = await within(build, MERGE_WAIT_MS);
+    if (first !== LATE) return first;
     this.o.log.info(0, `the discovery merge is taking longer than ${MERGE_WAIT_MS} ms: the route table is published with the previous documents`, { key });
     void build.then((snap) => {
       if (snap && !this.stopped) this.republish(); // same input now built: publishes at once
@@ -512,18 +509,25 @@ const MERGE_WAIT_MS = 5_000;
  */
 const PEER_WAIT_MS = 1_000;
 
-/** Whether `p` settles within `ms` (it is awaited by the caller either way). */
-async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+const LATE = Symbol('late');
+
+/** What `p` resolves to, or LATE if it has not settled within `ms` (it goes on; the caller may chain on it). */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
+  const late = new Promise<typeof LATE>((resolve) => {
+    timer = setTimeout(() => resolve(LATE), ms);
     timer.unref();
   });
   try {
-    return await Promise.race([p.then(() => true), late]);
+    return await Promise.race([p, late]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** One member as the publisher tells members apart: a new address or incarnation is a new member. */
+function memberKey(p: PeerEndpoint): string {
+  return `${p.id}=${p.address}#${p.incarnation ?? ''}`;
 }
 
 /** The HTTP status behind a failed discovery fetch: the server's answer, or 503 when there was none (upstream's proxy responder). */
