@@ -94,6 +94,14 @@ function mvproxyEnv(): Record<string, string> {
 }
 /** fds and connections that may come and go without a watch (a metrics scrape, a peer probe, discovery). */
 const SLACK = 6;
+/**
+ * HTTP/1.1 relay connections to the apiserver that may come and go without a watch: a peer's discovery
+ * refresh (every 30 s) asks this member's peer listener for /api and /apis at once, relayed on up to two
+ * connections that stay idle 30 s (LOCAL_IDLE_TIMEOUT_MS). Measured with two idle members scraped once a
+ * second: the gauge goes 1 -> 2 at each refresh and back 30 s later; under a case's load both may be new
+ * (one CI run failed on 1 -> 3). A watch that leaked onto HTTP/1.1 would show as hundreds.
+ */
+const H1_SLACK = 2;
 
 const say = (s: string) => process.stderr.write(`test:scale: ${s}\n`);
 
@@ -388,7 +396,7 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
         now.every((s, i) => {
           const b = before[i]!;
           const idleH2 = pooled(now, i) + (i > 0 ? pooled(now, i - 1) : 0);
-          return s.gauges.inflightLong <= b.gauges.inflightLong && s.gauges.streams <= b.gauges.streams && s.gauges.h1 <= b.gauges.h1 + 1 && s.fds <= b.fds + idleH2 + SLACK;
+          return s.gauges.inflightLong <= b.gauges.inflightLong && s.gauges.streams <= b.gauges.streams && s.gauges.h1 <= b.gauges.h1 + H1_SLACK && s.fds <= b.fds + idleH2 + SLACK;
         });
       for (;;) {
         last = await Promise.all(c.proxies.map(proxyState));
@@ -635,11 +643,11 @@ async function main(): Promise<number> {
   const end = performance.now() + H2_IDLE_MS + RELEASE_MS;
   for (const [m, s0] of start) {
     let s = await proxyState(m);
-    while ((s.gauges.h2 > s0.gauges.h2 || s.gauges.h1 > s0.gauges.h1 + 1 || s.fds > s0.fds + SLACK) && performance.now() < end) {
+    while ((s.gauges.h2 > s0.gauges.h2 || s.gauges.h1 > s0.gauges.h1 + H1_SLACK || s.fds > s0.fds + SLACK) && performance.now() < end) {
       await sleep(500);
       s = await proxyState(m);
     }
-    if (s.gauges.h2 > s0.gauges.h2 || s.gauges.h1 > s0.gauges.h1 + 1 || s.fds > s0.fds + SLACK) fail(`${m.name} (${m.proc.name}): upstream connections or fds not back ${round((H2_IDLE_MS + RELEASE_MS) / 1000)} s after its last watch: h2 ${s0.gauges.h2} -> ${s.gauges.h2}, HTTP/1.1 ${s0.gauges.h1} -> ${s.gauges.h1}, fds ${s0.fds} -> ${s.fds}`);
+    if (s.gauges.h2 > s0.gauges.h2 || s.gauges.h1 > s0.gauges.h1 + H1_SLACK || s.fds > s0.fds + SLACK) fail(`${m.name} (${m.proc.name}): upstream connections or fds not back ${round((H2_IDLE_MS + RELEASE_MS) / 1000)} s after its last watch: h2 ${s0.gauges.h2} -> ${s.gauges.h2}, HTTP/1.1 ${s0.gauges.h1} -> ${s.gauges.h1}, fds ${s0.fds} -> ${s.fds}`);
   }
 
   let apiConns = connectionsTo(api.port);
