@@ -271,11 +271,11 @@ async function setup(): Promise<void> {
     }
     if (need.has('haproxy')) anchors.push(await tryStart('haproxy', () => startHaproxy(tmp, be.portA, PINNING)));
     if (need.has('go')) anchors.push(await tryStart('go', () => startGoProxy(be.portA, PINNING)));
-    if (need.has('floor')) anchors.push(await tryStart('floor', () => startFloorProxy(be.portA, PINNING)));
-    if (need.has('floor-node')) anchors.push(await tryStart('floor-node', () => startFloorProxy(be.portA, PINNING, 'node')));
+    if (need.has('floor')) anchors.push(await tryStart('floor', () => startFloorProxy(be.portA, PINNING, 'uws', 'undici', profiled('floor') ? profFlags('floor') : [])));
+    if (need.has('floor-node')) anchors.push(await tryStart('floor-node', () => startFloorProxy(be.portA, PINNING, 'node', 'undici', profiled('floor-node') ? profFlags('floor-node') : [])));
     if (need.has('floor-peer')) anchors.push(await tryStart('floor-peer', async () => startFloorPeer(be.portB, PINNING, mvSetup?.pki ?? (floorPKI ??= await makePKI(join(tmp, 'pki-floor'), ['a', 'b'])))));
-    if (need.has('plain')) anchors.push(await tryStart('plain', () => startFloorProxy(be.portA, PINNING, 'uws', 'plain')));
-    if (need.has('plain-node')) anchors.push(await tryStart('plain-node', () => startFloorProxy(be.portA, PINNING, 'node', 'plain')));
+    if (need.has('plain')) anchors.push(await tryStart('plain', () => startFloorProxy(be.portA, PINNING, 'uws', 'plain', profiled('plain') ? profFlags('plain') : [])));
+    if (need.has('plain-node')) anchors.push(await tryStart('plain-node', () => startFloorProxy(be.portA, PINNING, 'node', 'plain', profiled('plain-node') ? profFlags('plain-node') : [])));
     if (need.has('plain-peer')) anchors.push(await tryStart('plain-peer', async () => startFloorPeer(be.portB, PINNING, mvSetup?.pki ?? (floorPKI ??= await makePKI(join(tmp, 'pki-floor'), ['a', 'b'])), 'plain')));
   } else {
     for (const n of ['nginx', 'haproxy', 'go', 'floor', 'floor-node', 'floor-peer', 'plain', 'plain-node', 'plain-peer']) if (need.has(n)) anchors.push({ name: n as 'nginx', skipped: 'anchors off (--no-anchors or --smoke)' });
@@ -510,8 +510,8 @@ async function runProfile(): Promise<void> {
   log(`profiling ${sc.id} with ${tool} for ${PROFILE_SECONDS} s (node --cpu-prof on the proxy processes)`);
   await warm(sc, 3000);
   const rec = await measure(sc, tool, 0, PROFILE_SECONDS);
-  // Stop the proxies gracefully: the profile is written when the process exits.
-  await Promise.all(procs.filter((p) => p.name.startsWith('mvproxy')).map((p) => p.stop('SIGTERM', 30_000)));
+  // Stop the proxies (and a profiled floor) gracefully: the profile is written when the process exits.
+  await Promise.all(procs.filter((p) => p.name !== 'backend').map((p) => p.stop('SIGTERM', 30_000)));
   const { readdirSync } = await import('node:fs');
   const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');

@@ -26,6 +26,9 @@
 //               client certificate upstream; peer: two chained as the peer route is, B verifying A's
 //               certificate): the C anchor (issue 40 §4); every mvproxy case gets `vsHaproxy`, its CPU
 //               per event, RSS and delivery p99 as ratios to HAProxy's on the same route in the same run
+//   haproxy1-local, haproxy1-peer  the same HAProxy offering only HTTP/1.1 to the client (ALPN), so
+//               client-go opens a TLS connection per watch as it must against uWS (which offers no h2):
+//               the anchor with uws-<route>'s client protocol; every mvproxy case also gets `vsHaproxyH1`
 // Per case: W watches established (every one got its initial-events-end bookmark), RSS and fds held
 // per idle watch, connections into the apiserver; an idle CPU baseline (watches open, no events),
 // then 50 patches of the object, every watcher must get every one (delivery latency from the time
@@ -71,7 +74,7 @@ const SETTLE_MS = num('--settle-ms', 2000);
 const RELEASE_MS = num('--release-ms', 10_000);
 /** An idle upstream HTTP/2 session closes 30 s after its last stream (src/upstream/h2/origin.ts). */
 const H2_IDLE_MS = 30_000;
-const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'haproxy-local', 'haproxy-peer', 'direct-local', 'direct-peer'];
+const DEFAULT_CASES = ['node-local', 'node-peer', 'uws-local', 'uws-peer', 'haproxy-local', 'haproxy-peer', 'haproxy1-local', 'haproxy1-peer', 'direct-local', 'direct-peer'];
 const ALL_CASES = [...DEFAULT_CASES, 'floor-local', 'uwsfloor-local', 'floor-peer', 'uwsfloor-peer', 'pumpfloor-local', 'pumpfloor-peer'];
 const CASES = (str('--cases') ?? DEFAULT_CASES.join(',')).split(',').filter(Boolean);
 const PROFILE = process.argv.includes('--profile');
@@ -207,9 +210,9 @@ function jemalloc(): Record<string, string> {
 // ---------------------------------------------------------------- a case
 
 /** A case relayed by bench/floor-watch.ts or HAProxy instead of mvproxy: no gauges, stopped after its case. */
-const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor' || frontend === 'pumpfloor' || frontend === 'haproxy';
+const isFloor = (frontend: string): boolean => frontend === 'floor' || frontend === 'uwsfloor' || frontend === 'pumpfloor' || frontend === 'haproxy' || frontend === 'haproxy1';
 
-type Relay = Frontend | 'direct' | 'floor' | 'uwsfloor' | 'pumpfloor' | 'haproxy';
+type Relay = Frontend | 'direct' | 'floor' | 'uwsfloor' | 'pumpfloor' | 'haproxy' | 'haproxy1';
 
 interface Case {
   id: string;
@@ -263,6 +266,8 @@ interface CaseResult {
   rssMiB?: number[];
   /** Ratios to haproxy-<route> of the same run: the relays' CPU per event, their RSS with the watches open, delivery p99. */
   vsHaproxy?: { cpuPerEvent: number; rss: number; p99: number };
+  /** The same against haproxy1-<route>: HAProxy with HTTP/1.1 clients, a TLS connection per watch (uWS's clients' protocol). */
+  vsHaproxyH1?: { cpuPerEvent: number; rss: number; p99: number };
   /** From the client's exit until mvproxy and the apiserver released everything. */
   releaseMs?: number;
   caseS?: number;
@@ -379,7 +384,7 @@ async function runCase(c: Case, plane: KubeControlPlane, adminKC: string): Promi
       // The floor releases nothing on purpose (no idle timeout, no gauges): it is stopped instead,
       // which also writes its profile (a peer floor's B, shared, cancels A's streams when A goes).
       await c.proxies[0]!.stop();
-      if (c.frontend === 'haproxy' && c.proxies.length > 1) {
+      if ((c.frontend === 'haproxy' || c.frontend === 'haproxy1') && c.proxies.length > 1) {
         // HAProxy's B is the anchor, not the code under test: measured here, 2.6.12 kept every stream
         // to the apiserver open after A (and its connections to B) went, so it is stopped too, and said.
         let w = await apiserverWatches(plane);
@@ -464,6 +469,8 @@ type FloorFront = 'node' | 'uws' | 'pump' | 'pump-verify';
 interface HaproxyOptions {
   /** Ask for and verify a client certificate (the peer route's B, as mvproxy's peer listener does). */
   verifyClient?: boolean;
+  /** Offer clients HTTP/1.1 only (haproxy1-*): a connection per watch, as clients of the uWS front end have. */
+  http1Clients?: boolean;
 }
 
 function whichHaproxy(): string | null {
@@ -505,7 +512,7 @@ defaults
   timeout server 1h
   timeout http-keep-alive 1h
 frontend fe
-  bind 127.0.0.1:${port} ssl crt ${serving} alpn h2,http/1.1${o.verifyClient ? ` verify required ca-file ${plane.pki.caFile}` : ''}
+  bind 127.0.0.1:${port} ssl crt ${serving} alpn ${o.http1Clients ? 'http/1.1' : 'h2,http/1.1'}${o.verifyClient ? ` verify required ca-file ${plane.pki.caFile}` : ''}
   default_backend be
 backend be
   http-reuse always
@@ -514,7 +521,7 @@ backend be
   writeFileSync(join(dir, 'haproxy.cfg'), conf);
   const proc = startProcess(name, bin, ['-db', '-f', join(dir, 'haproxy.cfg')], plane.dir);
   await waitFor(() => `${name} listening on ${port}`, async () => connectionsListening(port), 30_000, proc);
-  say(`${name} (HAProxy, one thread, TLS + HTTP/2 both sides${o.verifyClient ? ', client certificates verified' : ''} -> ${upstream}): pid ${proc.child.pid}`);
+  say(`${name} (HAProxy, one thread, TLS + ${o.http1Clients ? 'HTTP/1.1 to clients, HTTP/2 upstream' : 'HTTP/2 both sides'}${o.verifyClient ? ', client certificates verified' : ''} -> ${upstream}): pid ${proc.child.pid}`);
   return { name, url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: port, proc, stop: async () => void (await proc.stop(10_000)) };
 }
 
@@ -570,8 +577,9 @@ async function main(): Promise<number> {
   const floorB = CASES.some((c) => c === 'floor-peer' || c === 'uwsfloor-peer') ? await floorStart('floor-b', 'node', api.url) : undefined;
   const pumpB = CASES.includes('pumpfloor-peer') ? await floorStart('pump-b', 'pump-verify', api.url) : undefined;
   // HAProxy (Debian's), when installed: scripts/test-scale.sh installs it.
-  const haproxyBin = CASES.some((c) => c.startsWith('haproxy-')) ? whichHaproxy() : undefined;
-  let haproxyB: Member | undefined;
+  const haproxyBin = CASES.some((c) => c.startsWith('haproxy')) ? whichHaproxy() : undefined;
+  /** Each peer case's B (HTTP/2 from its A): its own, since a case stops its B when done (runCase). */
+  const haproxyB = new Map<string, Member>();
   if (haproxyBin === null) say('haproxy is not installed (apt-get install -y haproxy): the haproxy cases are skipped');
   else if (haproxyBin !== undefined) {
     const start = async (id: string, upstream: string, o: HaproxyOptions) => {
@@ -581,8 +589,13 @@ async function main(): Promise<number> {
     };
     if (CASES.includes('haproxy-local')) floors.set('haproxy-local', await start('haproxy-local', api.url, {}));
     if (CASES.includes('haproxy-peer')) {
-      haproxyB = await start('haproxy-b', api.url, { verifyClient: true });
-      floors.set('haproxy-peer', await start('haproxy-peer', haproxyB.url, {}));
+      haproxyB.set('haproxy-peer', await start('haproxy-b', api.url, { verifyClient: true }));
+      floors.set('haproxy-peer', await start('haproxy-peer', haproxyB.get('haproxy-peer')!.url, {}));
+    }
+    if (CASES.includes('haproxy1-local')) floors.set('haproxy1-local', await start('haproxy1-local', api.url, { http1Clients: true }));
+    if (CASES.includes('haproxy1-peer')) {
+      haproxyB.set('haproxy1-peer', await start('haproxy1-b', api.url, { verifyClient: true }));
+      floors.set('haproxy1-peer', await start('haproxy1-peer', haproxyB.get('haproxy1-peer')!.url, { http1Clients: true }));
     }
   }
   for (const f of ['floor', 'uwsfloor', 'pumpfloor'] as const) {
@@ -595,7 +608,7 @@ async function main(): Promise<number> {
   const proxiesFor = (id: string, fe: Relay, route: 'local' | 'peer'): Member[] => {
     if (fe === 'direct') return [];
     const floor = floors.get(id);
-    if (floor) return route === 'local' ? [floor] : [floor, fe === 'haproxy' ? haproxyB! : fe === 'pumpfloor' ? pumpB! : floorB!];
+    if (floor) return route === 'local' ? [floor] : [floor, fe === 'haproxy' || fe === 'haproxy1' ? haproxyB.get(id)! : fe === 'pumpfloor' ? pumpB! : floorB!];
     const [old, beside] = pairs.get(fe as Frontend)!;
     return route === 'local' ? [beside!] : [old!, beside!];
   };
@@ -605,7 +618,7 @@ async function main(): Promise<number> {
   for (const id of CASES) {
     const [fe, route] = id.split('-') as [Relay, 'local' | 'peer'];
     const kind = route === 'local' ? 'configmaps' : 'clustertrustbundles';
-    if (fe === 'haproxy' && !floors.has(id)) continue; // not installed
+    if ((fe === 'haproxy' || fe === 'haproxy1') && !floors.has(id)) continue; // not installed
     const proxies = proxiesFor(id, fe, route);
     const url = fe === 'direct' ? api.url : proxies[0]!.url;
     const r = await runCase({ id, frontend: fe, route, url, kind, proxies }, plane, adminKC);
@@ -614,14 +627,17 @@ async function main(): Promise<number> {
   // Peer floor B keeps its upstream sessions (no idle timeout): gone before the end-of-run checks.
   await floorB?.stop();
   await pumpB?.stop();
-  await haproxyB?.stop();
+  for (const b of haproxyB.values()) await b.stop();
   for (const [id, r] of Object.entries(results)) {
     const d = results[`direct-${id.split('-')[1]}`];
     if (d && !id.startsWith('direct')) r.vsDirect = { p50: round(r.deliveryMs.p50 / d.deliveryMs.p50, 2), p99: round(r.deliveryMs.p99 / d.deliveryMs.p99, 2) };
     // Against HAProxy on the same route (issue 40 §4): the relays' CPU per event, their RSS with the watches open, delivery p99.
-    const h = results[`haproxy-${id.split('-')[1]}`];
     const sum = (xs: number[] | undefined) => (xs ?? []).reduce((a, b) => a + b, 0);
-    if (h && !id.startsWith('direct') && !id.startsWith('haproxy')) r.vsHaproxy = { cpuPerEvent: round(r.cpuUsPerEvent.mvproxy! / h.cpuUsPerEvent.mvproxy!, 2), rss: round(sum(r.rssMiB) / sum(h.rssMiB), 2), p99: round(r.deliveryMs.p99 / h.deliveryMs.p99, 2) };
+    const vs = (h: CaseResult | undefined) => (h && !id.startsWith('direct') && !id.startsWith('haproxy') ? { cpuPerEvent: round(r.cpuUsPerEvent.mvproxy! / h.cpuUsPerEvent.mvproxy!, 2), rss: round(sum(r.rssMiB) / sum(h.rssMiB), 2), p99: round(r.deliveryMs.p99 / h.deliveryMs.p99, 2) } : undefined);
+    r.vsHaproxy = vs(results[`haproxy-${id.split('-')[1]}`]);
+    r.vsHaproxyH1 = vs(results[`haproxy1-${id.split('-')[1]}`]);
+    const line = (h: CaseResult['vsHaproxy']) => (h ? `CPU/event ${h.cpuPerEvent}x, RSS ${h.rss}x, p99 ${h.p99}x` : '-');
+    if (r.vsHaproxy || r.vsHaproxyH1) say(`${id} (${r.protocol}) against HAProxy with HTTP/2 clients: ${line(r.vsHaproxy)}; with HTTP/1.1 clients: ${line(r.vsHaproxyH1)}`);
   }
 
   // Issue 29's targets, read off this run (reported, not enforced: the run fails only on lost events and leaks).
