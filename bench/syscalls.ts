@@ -5,6 +5,7 @@
 //
 //   npm run bench:syscalls                          # uws/get, uws/list, peer/get, floor/get, nginx/get
 //   npm run bench:syscalls -- --only peer/get --requests 5000
+//   npm run bench:syscalls -- --only node/get,plain-node/get,plain/get   # the node front end beside both plain floors
 //
 // Needs strace (Debian `strace`) and, for the anchor, nginx; a missing one skips with the reason.
 
@@ -125,7 +126,7 @@ async function main(): Promise<void> {
     const backend = await startBackend({});
     procs.push(backend.proc);
     const targets = new Map<string, Target>();
-    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b']);
+    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c']);
     let B: Mvproxy | undefined;
     if (need.has('peer')) {
       B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: backend.portB, peers: {}, pki, runtime, nodeFlags });
@@ -144,6 +145,19 @@ async function main(): Promise<void> {
         }
         targets.set('peer', { name: 'peer', port: A.clientPort, procs: [{ label: 'A', pid: A.proc.pid }, { label: 'B', pid: B.proc.pid }, { label: 'backend', pid: backend.proc.pid }] });
       }
+    }
+    if (need.has('node')) {
+      const C = await startMvproxy({ name: 'c', frontend: 'node', localPort: backend.portA, peers: {}, pki, runtime, nodeFlags });
+      procs.push(C.proc);
+      targets.set('node', { name: 'node', port: C.clientPort, procs: [{ label: 'C', pid: C.proc.pid }, { label: 'backend', pid: backend.proc.pid }] });
+    }
+    for (const [name, front] of [['plain', 'uws'], ['plain-node', 'node']] as const) {
+      if (!need.has(name)) continue;
+      const f = await startFloorProxy(backend.portA, {}, front, 'plain');
+      if ('proc' in f) {
+        procs.push(f.proc);
+        targets.set(name, { name, port: f.port, procs: [{ label: name, pid: f.proc.pid }, { label: 'backend', pid: backend.proc.pid }] });
+      } else console.log(`${name} skipped: ${f.skipped}`);
     }
     if (need.has('floor')) {
       const f = await startFloorProxy(backend.portA, {});
