@@ -5,7 +5,7 @@
 // taken with none open (after a warm-up round) and with N open, and the difference of the retained
 // objects' self sizes is printed per watch, largest first, beside RSS per watch.
 //
-//   node --import tsx bench/watch-heap.ts [node|uws] [N=2000]
+//   node --import tsx bench/watch-heap.ts [node|uws] [N=2000] [--owners]
 // (uws under scripts/node-glibc.sh's node). Prints a table and one JSON line.
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,26 +18,65 @@ import { jemalloc } from '../test/support/jemalloc';
 
 const frontend = process.argv[2] ?? 'node';
 const N = Number(process.argv[3] ?? 2000);
+const OWNERS = process.argv.includes('--owners');
+/** --owners-of REGEX: named kinds split by retainer too (e.g. 'H2Head|Buffer'). */
+const OWNERS_OF = process.argv.includes('--owners-of') ? new RegExp(process.argv[process.argv.indexOf('--owners-of') + 1]!) : undefined;
 
 interface Snapshot {
-  snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+  snapshot: { meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] } };
   nodes: number[];
+  edges: number[];
   strings: string[];
 }
 
-/** Self sizes summed by "type name" (object constructors, closures' names, native kinds). */
+/**
+ * Self sizes summed by "type name" (object constructors, closures' names, native kinds). With --owners,
+ * the kinds no constructor names (plain objects and arrays, property and element stores, closures,
+ * contexts, strings) are split by their first retainer too: "<kind> <- <owner> .<edge>".
+ */
 function bySite(file: string): Map<string, { bytes: number; count: number }> {
   const s = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
   const f = s.snapshot.meta.node_fields;
   const types = s.snapshot.meta.node_types[0];
-  const [iType, iName, iSize] = [f.indexOf('type'), f.indexOf('name'), f.indexOf('self_size')];
-  const out = new Map<string, { bytes: number; count: number }>();
-  for (let i = 0; i < s.nodes.length; i += f.length) {
+  const [iType, iName, iSize, iEdges] = [f.indexOf('type'), f.indexOf('name'), f.indexOf('self_size'), f.indexOf('edge_count')];
+  const label = (i: number) => {
     const type = types[s.nodes[i + iType]!]!;
     let name = s.strings[s.nodes[i + iName]!]!;
     if (type === 'string' || type === 'concatenated string' || type === 'sliced string') name = '';
     if (type === 'code' || type === 'hidden') name = name.slice(0, 40);
-    const key = `${type} ${name}`.slice(0, 90);
+    return `${type} ${name}`.slice(0, 90);
+  };
+  /** Each node's first retainer (not by a weak edge) and the edge's name. */
+  const owner = new Map<number, [number, string]>();
+  if (OWNERS) {
+    const ef = s.snapshot.meta.edge_fields;
+    const etypes = s.snapshot.meta.edge_types[0];
+    const [eType, eName, eTo] = [ef.indexOf('type'), ef.indexOf('name_or_index'), ef.indexOf('to_node')];
+    let e = 0;
+    for (let i = 0; i < s.nodes.length; i += f.length) {
+      for (let k = 0; k < s.nodes[i + iEdges]!; k++, e += ef.length) {
+        const t = etypes[s.edges[e + eType]!]!;
+        const to = s.edges[e + eTo]!;
+        if (t === 'weak' || owner.has(to)) continue;
+        const edge = t === 'element' || t === 'hidden' ? '[]' : s.strings[s.edges[e + eName]!]!;
+        owner.set(to, [i, edge]);
+      }
+    }
+  }
+  const generic = /^(object Object|object Array|array |closure|object system \/ Context|hidden system \/ PropertyArray|string|concatenated string|sliced string)/;
+  // Up the retainers while they are generic too (a property store of a plain object of …), three at most.
+  const chain = (i: number) => {
+    let out = '';
+    for (let depth = 0, at = owner.get(i); at && depth < 3; depth++, at = owner.get(at[0])) {
+      out += ` <- ${label(at[0])} .${at[1]}`;
+      if (!generic.test(label(at[0]))) break;
+    }
+    return out.slice(0, 160) || ' <- ?';
+  };
+  const out = new Map<string, { bytes: number; count: number }>();
+  for (let i = 0; i < s.nodes.length; i += f.length) {
+    let key = label(i);
+    if (OWNERS && (generic.test(key) || OWNERS_OF?.test(key))) key += chain(i);
     const e = out.get(key) ?? { bytes: 0, count: 0 };
     e.bytes += s.nodes[i + iSize]!;
     e.count++;

@@ -67,7 +67,10 @@ export class UwsResponse implements ClientResponse {
   onDrain: (() => void) | null = null;
   aborted = false;
   private status = 0;
+  /** Until it is written: a watch's head would stay alive as long as the watch (~330 B each, bench/watch-heap.ts --owners). */
   private head: ResponseHead | null = null;
+  /** The head asks to close the connection (a generated head's Connection: close), read when it is set. */
+  private headCloses = false;
   /**
    * The body's length as this response frames it: the head's Content-Length, or -1 once it goes out
    * chunked instead (TRYEND_STREAMS_RELIABLY). Kept here, not in a copy of the head: a relayed head
@@ -95,7 +98,7 @@ export class UwsResponse implements ClientResponse {
     // paused socket never reads again). The Node 24 build never pauses: it reads and drops the rest
     // of the body after the answer, and closing instead reset the connection under the client's
     // upload, which then lost the answer (an early 401 never arrived: measured).
-    return this.closeAfter || (this.requestBodyPending && PAUSE_THROTTLES_BODY) || this.state.draining || (this.head!.raw === undefined && hasConnectionClose(this.head!.headers));
+    return this.closeAfter || (this.requestBodyPending && PAUSE_THROTTLES_BODY) || this.state.draining || this.headCloses;
   }
 
   /** Set when the connection must close after this response whatever it says (a refused upgrade). */
@@ -123,6 +126,7 @@ export class UwsResponse implements ClientResponse {
     this.streaming = flushNow;
     this.status = status;
     this.head = head;
+    this.headCloses = head.raw === undefined && hasConnectionClose(head.headers);
     this.length = head.contentLength;
     if (flushNow && this.jsonStreamLead && status === 200 && head.contentLength < 0 && isIdentityJSON(head)) this.write(JSON_STREAM_LEAD);
   }
@@ -132,7 +136,9 @@ export class UwsResponse implements ClientResponse {
     if (this.headWritten) return;
     this.headWritten = true;
     const res = this.res;
-    const raw = this.head!.raw;
+    const head = this.head!;
+    this.head = null;
+    const raw = head.raw;
     if (raw !== undefined) {
       // A relayed head, as the upstream's bytes: its status line, then each run of relayed lines in
       // one "name: value" write whose value spans the run's later lines (UpstreamHead.runs); no
@@ -146,7 +152,7 @@ export class UwsResponse implements ClientResponse {
     }
     res.writeStatus(statusLine(this.status));
     if (close) res.writeHeader('connection', 'close');
-    const h = this.head!.headers;
+    const h = head.headers;
     // uWS writes its own Connection: close when it closes (end(…, true)), and its own Date on every
     // response (not switchable in this build): the upstream's would make two of each.
     for (let i = 0; i < h.length; i += 2) if (h[i] !== 'connection' && !isDate(h[i])) res.writeHeader(h[i], h[i + 1]);

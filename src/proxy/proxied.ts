@@ -140,8 +140,12 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   private heldBytes = 0;
   /** It arrived on the peer listener (logged with a local failure; its identity headers are trusted). */
   private fromPeer = false;
-  /** The last attempt's head (the request log reads its Audit-Id), and at --v=4 its wait: request written → head (ms). */
-  private lastHead: AttemptHead | null = null;
+  /**
+   * For the request log only (--v=4): the last upstream answer's Audit-Id, and its wait: request
+   * written → head (ms). Not the head itself: a watch's would stay alive as long as the watch (~290 B
+   * each, bench/watch-heap.ts --owners).
+   */
+  private upstreamAuditID: string | undefined;
   private upstreamMs = -1;
 
   constructor(
@@ -359,7 +363,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   // AttemptReport: what the attempt under way saw.
 
   upstreamHead(head: AttemptHead): void {
-    this.lastHead = head;
+    if (this.c.logRequests) this.upstreamAuditID = head.get('audit-id');
     if (this.c.logRequests && this.attempt !== null) this.upstreamMs = this.attempt.headAt - this.attempt.sentAt;
     if (this.serveGranted !== undefined && accessGranted(head.status)) {
       this.answer = A_GRANTED;
@@ -652,7 +656,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   }
 
   private observe(route: Route): void {
-    observe(this.c, this.ex, this.ri, route, this.status, this.start, this.longRunning, route === 'peer' ? this.peerID : undefined, this.lastHead, this.upstreamMs);
+    observe(this.c, this.ex, this.ri, route, this.status, this.start, this.longRunning, route === 'peer' ? this.peerID : undefined, this.upstreamAuditID, this.upstreamMs);
   }
 }
 
@@ -661,7 +665,7 @@ export class ProxiedRequest implements AttemptReport, Tracked {
  * swamp it) and, at --v=4, one log line in the shape of Kubernetes' httplog ("HTTP" verb URI
  * latency userAgent srcIP resp) plus mvproxy's route. Off below --v=4: one boolean test.
  */
-export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, head?: AttemptHead | null, upstreamMs = -1): void {
+export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>, ex: Exchange, ri: RequestInfo | undefined, route: Route, status: number, start: number, longRunning = false, peer?: string, upstreamAuditID?: string, upstreamMs = -1): void {
   const seconds = (performance.now() - start) / 1000;
   if (!longRunning) {
     c.metrics.requestDuration.observe(route, ri?.verb ?? 'unknown', status, seconds);
@@ -675,7 +679,7 @@ export function observe(c: Pick<ProxyContext, 'metrics' | 'logRequests' | 'log'>
     URI: ex.query ? `${ex.path}?${ex.query}` : ex.path,
     latency: `${(seconds * 1000).toFixed(3)}ms`,
     userAgent: headerValue(ex.headers, 'user-agent'),
-    'audit-ID': head?.get('audit-id') || headerValue(ex.headers, 'audit-id'),
+    'audit-ID': upstreamAuditID || headerValue(ex.headers, 'audit-id'),
     srcIP: ex.remoteAddress,
     resp: status,
     route: peer ? `peer:${peer}` : route,

@@ -84,8 +84,14 @@ export class H2Attempt implements Attempt, H2StreamSink {
   readonly bodyTouched = false;
   sentAt = 0;
   headAt = 0;
-  /** The request's HEADERS block (hpack.ts encodeFields): refused fields throw here, in the constructor, before anything is sent. */
-  private readonly block: Buffer;
+  /**
+   * The request's HEADERS block (hpack.ts encodeFields): refused fields throw here, in the constructor,
+   * before anything is sent. Dropped once sent, as is the HTTP/1.1 fallback once a session is had: a
+   * watch lives for minutes, and these held ~0.5 KiB of it (bench/watch-heap.ts --owners).
+   */
+  private block: Buffer | null;
+  /** The same request on HTTP/1.1, for an upstream that speaks no h2. */
+  private h1: (() => Attempt) | null;
   /** The request's header list size (RFC 9113 §6.5.2), checked against the server's SETTINGS_MAX_HEADER_LIST_SIZE. */
   private readonly listBytes: number;
   private readonly isHead: boolean;
@@ -96,9 +102,9 @@ export class H2Attempt implements Attempt, H2StreamSink {
     /** requestHeaders2's flat list, :method first. */
     headers: readonly string[],
     private readonly fromAPIServer: boolean,
-    /** The same request on HTTP/1.1, for an upstream that speaks no h2. */
-    private readonly h1: () => Attempt,
+    h1: () => Attempt,
   ) {
+    this.h1 = h1;
     this.block = encodeFields(headers);
     this.listBytes = headerListSize(headers);
     this.isHead = headers[0] === ':method' && headers[1] === 'HEAD';
@@ -106,13 +112,15 @@ export class H2Attempt implements Attempt, H2StreamSink {
 
   start(): void {
     this.origin.acquire((s, err) => {
+      const h1 = this.h1!;
+      this.h1 = null;
       if (this.done) return;
       if (err !== null) {
         this.done = true;
         return this.report.upstreamFailed(err, true, false);
       }
       if (s === null) {
-        this.fallback = this.h1();
+        this.fallback = h1();
         return this.fallback.start();
       }
       this.open(s);
@@ -129,7 +137,9 @@ export class H2Attempt implements Attempt, H2StreamSink {
       return this.report.upstreamFailed(codedError(ErrorCode.MVP_ERR_HEADER_LIST_TOO_LARGE, why), false, false);
     }
     try {
-      this.stream = s.conn.request(this.block, this, this.isHead);
+      const block = this.block!;
+      this.block = null;
+      this.stream = s.conn.request(block, this, this.isHead);
     } catch (e) {
       // The connection closed under us (a GOAWAY between acquire and request): nothing was sent.
       s.usable = false;
