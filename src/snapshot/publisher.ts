@@ -278,8 +278,11 @@ export class SnapshotPublisher {
     const local = await this.fetchView(undefined, this.local, this.o.local, false);
     if (local) this.local = local;
     if ((await within(fetchingPeers, PEER_WAIT_MS)) === LATE) {
-      void fetchingPeers.then(() => {
-        this.republish();
+      void fetchingPeers.then((changed) => {
+        // Only a late answer that changed a view publishes again: an unchanged one (the common 304)
+        // would publish the same snapshot under a new generation, and merge again an input whose
+        // merge failed (counting its error twice).
+        if (changed.includes(true)) this.republish();
         // Timed again from the late answers: a peer that failed then is retried soon (nextDelay), not an interval later.
         if (this.scheduled && this.running === undefined) this.schedule();
       });
@@ -292,13 +295,14 @@ export class SnapshotPublisher {
   }
 
   /** Each peer's discovery fetch in flight, by memberKey: one at a time. */
-  private readonly peerFetches = new Map<string, Promise<void>>();
+  private readonly peerFetches = new Map<string, Promise<boolean>>();
 
   /**
    * Fetches one peer's view, or joins its fetch in flight; never rejects. A view that arrives after
    * the peer changed address or incarnation, or left, is dropped: the member's new fetch decides.
+   * Resolves to whether the peer's view changed (what routing or the merged document would see).
    */
-  private fetchPeer(p: PeerEndpoint, membershipChanged: boolean): Promise<void> {
+  private fetchPeer(p: PeerEndpoint, membershipChanged: boolean): Promise<boolean> {
     const key = memberKey(p);
     const inFlight = this.peerFetches.get(key);
     if (inFlight) return inFlight;
@@ -308,10 +312,16 @@ export class SnapshotPublisher {
       const countRerouted = membershipChanged || !same || !prev.up;
       const view = await this.fetchView(p, same ? prev : undefined, this.o.peerPools.get(p.address), true, countRerouted);
       const member = this.o.peers().find((m) => m.id === p.id);
-      if (view && !this.stopped && member?.address === p.address && member.incarnation === p.incarnation) this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
+      if (!view || this.stopped || member?.address !== p.address || member.incarnation !== p.incarnation) return false;
+      const stored = this.peerViews.get(p.id);
+      this.peerViews.set(p.id, { ...view, incarnation: p.incarnation });
+      return stored === undefined || stored.up !== view.up || stored.address !== view.address || stored.incarnation !== p.incarnation || stored.leftAt !== undefined || !sameDocument(stored.api, view.api) || !sameDocument(stored.apis, view.apis);
     })()
       // Each failure is handled in fetchView; this is for a bug's (a throw must not end the refresh, nor go unhandled).
-      .catch((e: unknown) => this.o.log.error('peer discovery refresh failed', e, { peer: p.id }))
+      .catch((e: unknown) => {
+        this.o.log.error('peer discovery refresh failed', e, { peer: p.id });
+        return true;
+      })
       .finally(() => this.peerFetches.delete(key));
     this.peerFetches.set(key, fetched);
     return fetched;
@@ -523,6 +533,13 @@ async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The same document: the one a 304 kept, or the same bytes answered again (by digest when the decoder made one). */
+function sameDocument(a: FetchedDocument | undefined, b: FetchedDocument | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined) return false;
+  return a.digest !== undefined && b.digest !== undefined ? a.digest === b.digest : a.raw.equals(b.raw);
 }
 
 /** One member as the publisher tells members apart: a new address or incarnation is a new member. */

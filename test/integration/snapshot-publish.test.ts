@@ -178,4 +178,22 @@ describe('a peer slow to answer its discovery does not hold back the local view'
     await eventually(() => (fetchedAt() ?? 0) > (before ?? 0), { what: "the peer's late answer taken in", timeoutMs: 10_000, intervalMs: 20 });
     assert.equal(workloads()?.servedLocally, true);
   });
+
+  test('a slow peer that answers what it answered before: its late answer is taken in, and nothing is published again', async () => {
+    const fetchedAt = () => new Map(publisher.lastSuccess()).get('peer-1');
+    const before = fetchedAt();
+    let release: () => void = () => undefined;
+    peerApis.gate = new Promise((r) => (release = r));
+    try {
+      await publisher.refresh(); // publishes the local view without the peer's
+    } finally {
+      peerApis.gate = undefined;
+      release();
+    }
+    const published = snapshots.current.generation;
+    await eventually(() => (fetchedAt() ?? 0) > (before ?? 0), { what: "the peer's late answer taken in", timeoutMs: 10_000, intervalMs: 20 });
+    await publisher.mergesDone();
+    assert.equal(snapshots.current.generation, published, 'the same views publish no new snapshot (generation, /debug/routes)');
+    assert.equal(workloads()?.servedLocally, true);
+  });
 });
