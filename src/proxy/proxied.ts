@@ -445,9 +445,11 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     }
     if (gotHead) {
       // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
+      // Recorded first: uWS reports the cut as the client's abort within destroy() (clientGone),
+      // which recorded the request a second time (a second log line, a second rerouted count).
       this.c.log.info(2, 'upstream failed mid-response', { route: this.route, peer: this.peerID, err: errText(err), path: this.ex.path });
-      this.ex.res.destroy();
       this.done(this.route === 'local' ? 'local' : 'peer');
+      this.ex.res.destroy();
       return;
     }
     this.attemptFailed(err, notSent, this.attempt?.bodyTouched ?? false);
@@ -580,9 +582,10 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       // cache ends a watcher that blocks its dispatch; client-go re-watches from its last
       // resourceVersion. Its upstream stream is closed, so it no longer holds the shared connection.
       this.c.log.info(2, 'a long-running response whose client stopped reading was ended', { path: this.ex.path, srcIP: this.ex.remoteAddress, afterMs: SLOW_STREAM_MS });
-      this.ex.res.end();
-    } else this.ex.res.destroy();
-    this.done(this.route);
+    }
+    this.done(this.route); // before the cut, which uWS may report as the client's abort at once (upstreamFailed)
+    if (this.longRunning) this.ex.res.end();
+    else this.ex.res.destroy();
   }
 
   /** Gives up on an upstream that has not answered yet (a peer that failed its probe): failover as for a transport failure. */

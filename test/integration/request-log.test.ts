@@ -53,3 +53,39 @@ for (const frontend of FRONTENDS) {
     }
   });
 }
+
+// An upstream that breaks a watch after its first event: the client's connection is cut (a truncated
+// response, not a clean end) and the request is recorded once. uWS reports the cut as the client's
+// abort at once, in the call that makes it: recorded there and again after it, the request was two
+// log lines (and, on the peer route, two apiserver_rerouted_request_total; helper 15).
+for (const frontend of FRONTENDS) {
+  test(`a watch cut by its upstream mid-stream is one request log line (${frontend} front end)`, async () => {
+    const upstream = await startFakeUpstream((req, res) => {
+      if (!req.url?.startsWith('/api/v1/namespaces/default/configmaps?watch=1')) return false;
+      res.writeHead(200, { 'content-type': 'application/json', 'audit-id': 'cut-watch' });
+      res.write('{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a"}}}\n');
+      setTimeout(() => res.socket?.destroy(), 100);
+      return true;
+    });
+    const d = await startChildDaemon([`--frontend=${frontend}`, '--secure-port=0', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${upstream.url}`, '--v=4']);
+    try {
+      const r = await request(`http://127.0.0.1:${d.clientPort}/api/v1/namespaces/default/configmaps?watch=1`);
+      assert.equal(r.statusCode, 200);
+      let got = '';
+      const cut = await new Promise<boolean>((resolve) => {
+        r.body.on('data', (c: Buffer) => (got += c.toString()));
+        r.body.on('error', () => resolve(true));
+        r.body.on('end', () => resolve(false));
+      });
+      assert.ok(got.includes('"ADDED"'), 'the event before the cut arrived');
+      assert.equal(cut, true, 'the client sees a truncated response, not a clean end');
+      await sleep(300);
+      const lines = d.stderr().split('\n').filter((l) => l.includes('"msg":"HTTP"') && l.includes('configmaps?watch=1'));
+      assert.equal(lines.length, 1, lines.join('\n'));
+      assert.equal((JSON.parse(lines[0]!) as Record<string, unknown>)['audit-ID'], 'cut-watch');
+    } finally {
+      await d.stop('SIGKILL');
+      await upstream.close();
+    }
+  });
+}
