@@ -379,6 +379,11 @@ export interface FetchedApisDocument {
   readonly digest?: string;
 }
 
+/** What tells one fetched document from another: its ETag, else a SHA-256 of its bytes (a 304 keeps the document, hence the ETag). */
+export function documentKey(d: FetchedApisDocument): string {
+  return d.etag !== '' ? `e${d.etag}` : `h${d.digest ?? contentDigest(d.raw)}`;
+}
+
 /**
  * The build input for the current views, and a key that changes exactly when the inputs do (a
  * 304 returns the same document, hence the same ETag), so a caller builds once per input change:
@@ -397,9 +402,8 @@ export function discoveryMergeInput(
 ): { input: DiscoveryMergeInput; key: string } {
   const peerList = Array.from(peers, ([id, doc]) => ({ id, doc })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const excluded = Array.from(new Set(excludedGroupVersions)).sort();
-  const keyOf = (d: FetchedApisDocument) => (d.etag !== '' ? `e${d.etag}` : `h${d.digest ?? contentDigest(d.raw)}`);
-  const localKey = keyOf(local);
-  const peerKeys = peerList.map((p) => keyOf(p.doc));
+  const localKey = documentKey(local);
+  const peerKeys = peerList.map((p) => documentKey(p.doc));
   const key = JSON.stringify([localID, localKey, peerList.map((p, i) => [p.id, peerKeys[i]]), excluded]);
   return {
     input: {

@@ -363,8 +363,10 @@ export class ProxiedRequest implements AttemptReport, Tracked {
   // AttemptReport: what the attempt under way saw.
 
   upstreamHead(head: AttemptHead): void {
-    if (this.c.logRequests) this.upstreamAuditID = head.get('audit-id');
-    if (this.c.logRequests && this.attempt !== null) this.upstreamMs = this.attempt.headAt - this.attempt.sentAt;
+    if (this.c.logRequests) {
+      this.upstreamAuditID = head.get('audit-id');
+      if (this.attempt !== null) this.upstreamMs = this.attempt.headAt - this.attempt.sentAt;
+    }
     if (this.serveGranted !== undefined && accessGranted(head.status)) {
       this.answer = A_GRANTED;
       return;
@@ -445,11 +447,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     }
     if (gotHead) {
       // Mid-body failure: cut the client connection so it sees a truncated response, not a clean end.
-      // Recorded first: uWS reports the cut as the client's abort within destroy() (clientGone),
-      // which recorded the request a second time (a second log line, a second rerouted count).
       this.c.log.info(2, 'upstream failed mid-response', { route: this.route, peer: this.peerID, err: errText(err), path: this.ex.path });
-      this.done(this.route === 'local' ? 'local' : 'peer');
       this.ex.res.destroy();
+      this.done(this.route === 'local' ? 'local' : 'peer');
       return;
     }
     this.attemptFailed(err, notSent, this.attempt?.bodyTouched ?? false);
@@ -582,10 +582,9 @@ export class ProxiedRequest implements AttemptReport, Tracked {
       // cache ends a watcher that blocks its dispatch; client-go re-watches from its last
       // resourceVersion. Its upstream stream is closed, so it no longer holds the shared connection.
       this.c.log.info(2, 'a long-running response whose client stopped reading was ended', { path: this.ex.path, srcIP: this.ex.remoteAddress, afterMs: SLOW_STREAM_MS });
-    }
-    this.done(this.route); // before the cut, which uWS may report as the client's abort at once (upstreamFailed)
-    if (this.longRunning) this.ex.res.end();
-    else this.ex.res.destroy();
+      this.ex.res.end();
+    } else this.ex.res.destroy();
+    this.done(this.route);
   }
 
   /** Gives up on an upstream that has not answered yet (a peer that failed its probe): failover as for a transport failure. */
@@ -628,8 +627,13 @@ export class ProxiedRequest implements AttemptReport, Tracked {
     this.c.inflight.delete(this);
   }
 
-  /** The response ended (or was cut): the record. */
+  /**
+   * The response ended (or was cut): the record, once. uWS reports a cut as the client's abort within
+   * destroy() (clientGone), before the cutter's own done(): recorded twice, that was two log lines and
+   * two rerouted counts (helper 15).
+   */
   private done(route: Route): void {
+    if (this.finished) return;
     this.settle();
     if (route === 'peer') this.rerouted(this.status);
     this.observe(route);

@@ -18,7 +18,7 @@ import type { PeerPools } from '../upstream/pools';
 import type { Metrics, RefusedLimit } from '../telemetry/metrics';
 import { DiscoveryLimitError, PEER_DISCOVERY_LIMITS, type DiscoveryLimit, type RoutingView } from '../aggregation/decode';
 import type { Logger } from '../telemetry/log';
-import { DiscoveryMerger, discoveryMergeInput, type DiscoveryMergeInput } from '../aggregation/merger';
+import { DiscoveryMerger, discoveryMergeInput, documentKey, type DiscoveryMergeInput } from '../aggregation/merger';
 import { GVExclusions, listExtensionGroupVersions } from '../aggregation/exclusion';
 import { fetchOpenAPIIndex, mergeOpenAPIIndex, type OpenAPIIndex } from '../aggregation/openapi-index';
 
@@ -535,11 +535,9 @@ async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
   }
 }
 
-/** The same document: the one a 304 kept, or the same bytes answered again (by digest when the decoder made one). */
+/** The same document, as the merge input's key tells them apart (merger.ts documentKey): the one a 304 kept, or the same bytes again. */
 function sameDocument(a: FetchedDocument | undefined, b: FetchedDocument | undefined): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined) return false;
-  return a.digest !== undefined && b.digest !== undefined ? a.digest === b.digest : a.raw.equals(b.raw);
+  return a === b || (a !== undefined && b !== undefined && documentKey(a) === documentKey(b));
 }
 
 /** One member as the publisher tells members apart: a new address or incarnation is a new member. */
