@@ -7,6 +7,9 @@
 //
 //   node --import tsx bench/watch-heap.ts [node|uws] [N=2000] [--owners]
 // (uws under scripts/node-glibc.sh's node). Prints a table and one JSON line.
+//
+// --rest: no snapshots; the N watches stay open and quiet until the daemon's collection at rest
+// (src/lifecycle/memory.ts), and the JSON line gives its pause and the RSS before and after (~2 min).
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,10 +18,15 @@ import { startChildDaemon, type ChildDaemon } from '../test/support/child-daemon
 import { apiserver, h1Watches, h2Watches } from '../test/support/watch-load';
 import { createCA } from '../src/pki/throwaway';
 import { jemalloc } from '../test/support/jemalloc';
+import { REST_MS } from '../src/lifecycle/memory';
+import { IMAGE_ENV } from './targets';
+
+const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
 
 const frontend = process.argv[2] ?? 'node';
 const N = Number(process.argv[3] ?? 2000);
 const OWNERS = process.argv.includes('--owners');
+const REST = process.argv.includes('--rest');
 /** --owners-of REGEX: named kinds split by retainer too (e.g. 'H2Head|Buffer'). */
 const OWNERS_OF = process.argv.includes('--owners-of') ? new RegExp(process.argv[process.argv.indexOf('--owners-of') + 1]!) : undefined;
 
@@ -112,7 +120,7 @@ async function main() {
   const leaf = await serving.issue({ commonName: 'mvproxy', usage: 'server', ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
   writeFileSync(join(dir, 'tls.crt'), leaf.cert);
   writeFileSync(join(dir, 'tls.key'), leaf.key);
-  const d = await startChildDaemon([`--frontend=${frontend}`, '--secure-port=0', '--bind-address=127.0.0.1', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${up.url}`, `--local-apiserver-ca-file=${up.caFile}`, '--local-apiserver-server-name=localhost', `--tls-cert-file=${join(dir, 'tls.crt')}`, `--tls-private-key-file=${join(dir, 'tls.key')}`, '--v=0'], { ...jemalloc(), NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}` });
+  const d = await startChildDaemon([`--frontend=${frontend}`, '--secure-port=0', '--bind-address=127.0.0.1', '--metrics-bind-address=127.0.0.1:0', `--local-apiserver=${up.url}`, `--local-apiserver-ca-file=${up.caFile}`, '--local-apiserver-server-name=localhost', `--tls-cert-file=${join(dir, 'tls.crt')}`, `--tls-private-key-file=${join(dir, 'tls.key')}`, REST ? '--v=1' : '--v=0'], { ...jemalloc(), NODE_OPTIONS: REST ? IMAGE_ENV.NODE_OPTIONS : `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}` });
   const open = frontend === 'uws' ? h1Watches : h2Watches;
   const wait = async (what: string, fn: () => boolean) => {
     for (let i = 0; i < 600 && !fn(); i++) await sleep(200);
@@ -125,6 +133,20 @@ async function main() {
     await wait('every event', () => c.events() === n);
     return c;
   };
+  if (REST) {
+    const rssIdle = d.memory().rss;
+    const c = await round(N);
+    const rssOpen = d.memory().rss;
+    await sleep(REST_MS + 20_000);
+    const rssRest = d.memory().rss;
+    const collected = /"msg":"at rest: memory collected"[^\n]*/.exec(d.stderr())?.[0] ?? null;
+    console.log(JSON.stringify({ frontend, watches: N, rssMiB: { idle: MiB(rssIdle), open: MiB(rssOpen), atRest: MiB(rssRest) }, collected }));
+    c.close();
+    await d.stop('SIGKILL');
+    await up.close();
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
   const warm = await round(200);
   warm.close();
   await wait('released', () => up.watchers() === 0);
