@@ -84,7 +84,9 @@ for (const frontend of FRONTENDS) {
         // arrive before kill() closed the sockets, and the test then saw a 201: one run in ~5).
         if (dying) return;
         res.writeHead(201, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ bytes: n }));
+        // Which server answered, in the failure message: CI once saw the local upload answered by the
+        // peer (a false "local down" from the /readyz probe: snapshot/local-apiserver.ts closedUnder).
+        res.end(JSON.stringify({ bytes: n, which, kill: killOnUpload }));
       });
       return true;
     };

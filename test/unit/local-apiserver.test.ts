@@ -44,3 +44,40 @@ test('the /readyz probe: EMFILE and ENFILE leave the state as it is (logged); a 
     m.stop();
   }
 });
+
+test('the /readyz probe: a kept-alive connection closed under it is asked again on a fresh one before the apiserver counts as down (a server closing idle connections sent requests to the peers)', async () => {
+  // What undici reports when the server closes the kept-alive connection as the probe is written on it.
+  const closed = () => Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
+  const script: Array<number | Error> = [];
+  let probes = 0;
+  const snapshots = new SnapshotHolder();
+  const changes: string[] = [];
+  const m = new LocalAPIServer({
+    snapshots,
+    log: { info: () => undefined, error: () => undefined } as unknown as Logger,
+    intervalMs: 20,
+    onChange: (s) => void changes.push(s),
+    probe: async () => {
+      probes++;
+      const next = script.shift() ?? 200;
+      if (next instanceof Error) throw next;
+      return next;
+    },
+  });
+  m.start();
+  try {
+    await eventually(() => m.state === 'serving', { what: 'serving', timeoutMs: 1000, intervalMs: 10 });
+    for (const e of [closed(), Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })]) {
+      script.push(e, 200);
+      const n = probes;
+      await eventually(() => probes >= n + 4, { what: 'the probes after the close', timeoutMs: 2000, intervalMs: 10 });
+      assert.equal(m.state, 'serving', `${(e as Error & { code: string }).code}, then 200 on the fresh connection: serving`);
+    }
+    assert.deepEqual(changes, [], 'never taken for down');
+    // Closed again on the fresh connection: the apiserver is going away; down.
+    script.push(closed(), closed());
+    await eventually(() => m.state === 'down', { what: 'closed twice: down', timeoutMs: 2000, intervalMs: 10 });
+  } finally {
+    m.stop();
+  }
+});
