@@ -11,10 +11,8 @@ import { startControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies } from '../test/kube/support/mvproxy';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
-import { memory } from './lib';
+import { residentMiB } from './lib';
 import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
-
-const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
 
 async function main() {
   const frontend = process.argv[2] === 'uws' ? 'uws' : 'node';
@@ -28,14 +26,14 @@ async function main() {
     // --v=2: the kube helpers wait for the merge by its log line; the collection logs at --v=1.
     const members = await startMvproxies(plane, { frontend, extraArgs: ['--discovery-refresh-interval=30s', '--v=2'], command: { entry: [entry], env: { ...IMAGE_ENV, ...jemalloc() } } });
     const t0 = Date.now();
-    const read = () => members.map((m) => memory(m.proc.child.pid!));
+    const read = () => members.map((m) => residentMiB(m.proc.child.pid!));
     await sleep(8000);
     const startup = read();
     await sleep(t0 + REST_MS + 15_000 - Date.now());
     const rest = read();
     members.forEach((m, i) => {
       const collected = /"msg":"at rest: memory collected"[^\n]*/.exec(m.proc.log())?.[0] ?? null;
-      console.log(JSON.stringify({ member: m.proc.name, startup: { rssMiB: MiB(startup[i]!.rss), anonMiB: MiB(startup[i]!.anon), fileMiB: MiB(startup[i]!.file) }, atRest: { rssMiB: MiB(rest[i]!.rss), anonMiB: MiB(rest[i]!.anon), fileMiB: MiB(rest[i]!.file), collected } }));
+      console.log(JSON.stringify({ member: m.proc.name, startup: startup[i], atRest: { ...rest[i], collected } }));
     });
     await Promise.all(members.map((m) => m.stop()));
   } finally {

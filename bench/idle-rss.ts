@@ -8,11 +8,11 @@
 // image: the image's environment and jemalloc; glibc: without jemalloc; lite: also --max-old-space-size=64.
 // (the uws front end under scripts/node-glibc.sh's node). Prints one JSON line.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { startFakeUpstream } from '../test/support/fake-upstream';
 import { IMAGE_ENV } from './targets';
+import { memory, residentMiB } from './lib';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
 
@@ -30,22 +30,17 @@ async function main() {
   p.stdout.on('data', (d) => (out += d));
   p.stderr.on('data', (d) => (out += d));
   await sleep(8000);
-  const read = () => {
-    const st = readFileSync(`/proc/${p.pid}/status`, 'utf8');
-    return (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(st)?.[1] ?? 0);
-  };
-  const pick = read();
+  const read = () => ({ ...residentMiB(p.pid!), threads: memory(p.pid!).threads });
+  const startup = read();
   const m = /"metricsPort":(\d+)/.exec(out);
   let heap = '';
   if (m) {
     const text = await (await fetch(`http://127.0.0.1:${m[1]}/metrics`)).text();
     heap = ['nodejs_heap_size_used_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes'].map((k) => `${k.replace('nodejs_', '').replace('_bytes', '')} ${(Number(new RegExp(`^${k} (\\S+)`, 'm').exec(text)?.[1]) / 2 ** 20).toFixed(1)}`).join(', ');
   }
-  const startup = { rssMiB: +(pick('VmRSS') / 1024).toFixed(1), anonMiB: +(pick('RssAnon') / 1024).toFixed(1), fileMiB: +(pick('RssFile') / 1024).toFixed(1), threads: pick('Threads') };
   await sleep(REST_MS + 10_000 - 8000);
-  const rest = read();
   const collected = /at rest: memory collected[^\n]*/.exec(out)?.[0];
-  console.log(JSON.stringify({ fe, variant, ...startup, heap, atRest: { rssMiB: +(rest('VmRSS') / 1024).toFixed(1), anonMiB: +(rest('RssAnon') / 1024).toFixed(1), fileMiB: +(rest('RssFile') / 1024).toFixed(1), threads: rest('Threads'), collected: collected ?? null } }));
+  console.log(JSON.stringify({ fe, variant, ...startup, heap, atRest: { ...read(), collected: collected ?? null } }));
   p.kill('SIGKILL');
   await up.close();
 }

@@ -144,14 +144,20 @@ export function childrenCpuSeconds(): number {
 /** VmRSS and VmHWM (peak) in bytes; NaN when gone. */
 /** Bytes: resident set, its peak, and its anonymous and file-backed parts (RssFile counts the pages
  *  of the node binary and the shared libraries a process has touched; other processes share them). */
-export function memory(pid: number): { rss: number; hwm: number; anon: number; file: number } {
+export function memory(pid: number): { rss: number; hwm: number; anon: number; file: number; threads: number } {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile'), threads: Number(/^Threads:\s+(\d+)/m.exec(s)?.[1] ?? NaN) };
   } catch {
-    return { rss: NaN, hwm: NaN, anon: NaN, file: NaN };
+    return { rss: NaN, hwm: NaN, anon: NaN, file: NaN, threads: NaN };
   }
+}
+
+/** memory(pid)'s resident set and its two parts in MiB (0.1), as the idle benches print them. */
+export function residentMiB(pid: number): { rssMiB: number; anonMiB: number; fileMiB: number } {
+  const m = memory(pid);
+  return { rssMiB: round(m.rss / 2 ** 20, 1), anonMiB: round(m.anon / 2 ** 20, 1), fileMiB: round(m.file / 2 ** 20, 1) };
 }
 
 /** Direct children of a process (nginx's workers). */

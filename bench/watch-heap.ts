@@ -20,8 +20,7 @@ import { createCA } from '../src/pki/throwaway';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
 import { IMAGE_ENV } from './targets';
-
-const MiB = (b: number) => +(b / 2 ** 20).toFixed(1);
+import { round as roundTo } from './lib';
 
 const frontend = process.argv[2] ?? 'node';
 const N = Number(process.argv[3] ?? 2000);
@@ -140,7 +139,7 @@ async function main() {
     await sleep(REST_MS + 20_000);
     const rssRest = d.memory().rss;
     const collected = /"msg":"at rest: memory collected"[^\n]*/.exec(d.stderr())?.[0] ?? null;
-    console.log(JSON.stringify({ frontend, watches: N, rssMiB: { idle: MiB(rssIdle), open: MiB(rssOpen), atRest: MiB(rssRest) }, collected }));
+    console.log(JSON.stringify({ frontend, watches: N, rssMiB: { idle: roundTo(rssIdle / 2 ** 20, 1), open: roundTo(rssOpen / 2 ** 20, 1), atRest: roundTo(rssRest / 2 ** 20, 1) }, collected }));
     c.close();
     await d.stop('SIGKILL');
     await up.close();

@@ -92,6 +92,8 @@ export class MemoryReturn {
   /** This rest was collected: the next collection at rest waits for load and a new rest. */
   private restCollected = false;
   private elu = performance.eventLoopUtilization();
+  /** RSS after the last collection (none yet: any RSS has grown). */
+  private rssAfter = -Infinity;
 
   constructor(private readonly o: MemoryReturnOptions) {}
 
@@ -102,9 +104,6 @@ export class MemoryReturn {
     this.elu = now;
     return u;
   }
-
-  /** RSS after the last collection (none yet: any RSS has grown). */
-  private rssAfter = -Infinity;
 
   private rss(): number {
     return this.o.rss ? this.o.rss() : process.memoryUsage.rss();
