@@ -11,6 +11,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:-$ROOT/.cache/kube/bin}"
 mkdir -p "$OUT"
+# One build at a time into $OUT: .ci/run builds in the background while other suites run, and
+# test:kube's own call (scripts/kube-bin.sh) then waits here and finds every binary built.
+exec 9>"$OUT/.build.lock"
+flock 9
 command -v go >/dev/null || { echo "kube-build: go is not installed (Go >= 1.26 builds kube-apiserver v1.37)" >&2; exit 2; }
 export GOFLAGS="${GOFLAGS:--buildvcs=false} -mod=readonly"
 START=$(date +%s)

@@ -7,8 +7,9 @@
 // Each pair is two members, A (the client front end under test) and B (its peer, whose peer
 // listener takes A's peer hop), each in front of one of the oracle's upstreams: A's serves the v1.33
 // API set, B's the v1.37 one, so scheduling.k8s.io/v1beta1 workloads take the peer route. Pairs:
-// node → node peer listener in every lane; where uWS loads, also node → uWS peer listener (the peer
-// listener that wrote CR/LF upstream) and uWS → node. node → node and uWS → node also run with the
+// node → node peer listener where the node front end is tested; where uWS loads, node → uWS peer
+// listener (the peer listener that wrote CR/LF upstream) and uWS → node (npm test's uWS lane runs
+// only these two: its FRONTENDS is uws alone). node → node and uWS → node also run with the
 // upstreams on TLS: a watch then leaves A and B through mvproxy's own HTTP/2 client
 // (src/upstream/h2) and Go's HTTP/2 server parses it. HTTP/1.1 on every front end, HTTP/2 (raw
 // frames) on the node one.
@@ -53,10 +54,12 @@ interface Pair {
   tlsUpstream?: boolean;
 }
 
-const PAIRS: Pair[] = [
-  { label: 'node → node peer listener', frontend: 'node', peerFrontend: 'node' },
-  { label: 'node → node peer listener, apiservers on TLS (watches over HTTP/2 upstream)', frontend: 'node', peerFrontend: 'node', tlsUpstream: true },
-];
+const PAIRS: Pair[] = [];
+// node → node where this lane runs the node front end (npm test's uWS lane does not: lane 1 ran them).
+if (FRONTENDS.includes('node')) {
+  PAIRS.push({ label: 'node → node peer listener', frontend: 'node', peerFrontend: 'node' });
+  PAIRS.push({ label: 'node → node peer listener, apiservers on TLS (watches over HTTP/2 upstream)', frontend: 'node', peerFrontend: 'node', tlsUpstream: true });
+}
 if (FRONTENDS.includes('uws')) {
   PAIRS.push({ label: 'node → uWS peer listener', frontend: 'node', peerFrontend: 'uws' });
   PAIRS.push({ label: 'uWS → node peer listener', frontend: 'uws', peerFrontend: 'node' });
