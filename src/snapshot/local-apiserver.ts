@@ -18,12 +18,6 @@
 // A probe that could not open a connection because mvproxy is out of file descriptors (EMFILE,
 // ENFILE) says nothing about the apiserver: the state stays, and the shortage is logged
 // (api/fd-limit.ts); the request path does not report such a failure as refused either.
-//
-// Nor does a kept-alive connection the apiserver closed as the probe was sent on it (a server's idle
-// timeout, or any server closing idle connections): the probe is asked again at once, on a fresh
-// connection, and that answer decides, as Go's transport sends a GET again after such a close. Taken
-// for down, that race sent the node's requests to the peers for up to a second (a create that should
-// have failed with its local apiserver was served by the peer: upload-faults.test.ts, one CI run).
 
 import type { SnapshotHolder, LocalState } from './holder';
 import type { Logger } from '../telemetry/log';
@@ -83,7 +77,7 @@ export class LocalAPIServer {
     if (this.probing) return;
     this.probing = true;
     try {
-      const status = await this.o.probe().catch((e: unknown) => (closedUnder(e) ? this.o.probe() : Promise.reject(e)));
+      const status = await this.o.probe();
       if (status === 200) this.set('serving', '/readyz ok');
       else this.set('draining', `/readyz answered ${status}`);
     } catch (e) {
@@ -108,10 +102,4 @@ export class LocalAPIServer {
     this.o.onChange?.(state, reason);
     if (state === 'serving') this.o.onServing?.();
   }
-}
-
-/** The connection closed under the request (it was open: not refused, not timed out): undici's "other side closed", a reset, a broken pipe. */
-function closedUnder(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
 }

@@ -65,14 +65,32 @@ export class OwnPool implements OwnDispatcher {
     };
   }
 
-  request(o: OwnRequestOptions): Promise<OwnResponse> {
-    if (this.closed) return Promise.reject(Object.assign(new Error('the pool is closed'), { code: 'ERR_POOL_CLOSED' }));
-    const signal = o.signal ?? undefined;
-    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+  async request(o: OwnRequestOptions): Promise<OwnResponse> {
+    if (this.closed) throw Object.assign(new Error('the pool is closed'), { code: 'ERR_POOL_CLOSED' });
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) headers[k] = v;
     const body = o.body ?? undefined;
     if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
+    // A kept-alive connection the server closed as the request was written on it (an idle timeout, a
+    // server closing idle connections) fails before any answer: a GET or HEAD goes out again, as Go's
+    // transport sends it again, on the next connection (each failure takes one stale connection out of
+    // the pool; a fresh one ends the loop). Taken as the answer, it marked the local apiserver down
+    // and sent the node's requests to the peers for a second, and a peer's probe so would cut the
+    // requests waiting on that peer (daemon/build.ts).
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.attempt(o, headers, body);
+      } catch (e) {
+        const err = e as Error & { code?: string; reusedConnection?: boolean };
+        const safe = o.method === 'GET' || o.method === 'HEAD';
+        if (!safe || err.reusedConnection !== true || tries >= MAX_TRIES || this.closed || o.signal?.aborted) throw e;
+      }
+    }
+  }
+
+  private attempt(o: OwnRequestOptions, headers: http.OutgoingHttpHeaders, body: string | Buffer | undefined): Promise<OwnResponse> {
+    const signal = o.signal ?? undefined;
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise<OwnResponse>((resolve, reject) => {
       let req: http.ClientRequest;
       try {
@@ -97,13 +115,13 @@ export class OwnPool implements OwnDispatcher {
         // Protocols so (no 'upgrade' listener), and the request would wait forever (helper 12).
         if (!settled) {
           settled = true;
-          reject(Object.assign(new Error('the connection closed before a response head (or the server switched protocols)'), { code: 'ECONNRESET' }));
+          reject(closedUnder(req, Object.assign(new Error('the connection closed before a response head (or the server switched protocols)'), { code: 'ECONNRESET' })));
         }
       });
       req.once('error', (e) => {
         if (!settled) {
           settled = true;
-          reject(e);
+          reject(closedUnder(req, e));
         }
       });
       req.once('response', (res) => {
@@ -141,6 +159,18 @@ export class OwnPool implements OwnDispatcher {
     if (this.drained) this.drained();
     return Promise.resolve();
   }
+}
+
+/** Tries of one GET or HEAD whose kept-alive connections closed under it (the last one on a fresh connection, as a rule). */
+const MAX_TRIES = 3;
+
+/**
+ * The error, marked `reusedConnection` when the server closed (reset, EOF, broken pipe) a
+ * kept-alive connection before any answer: nothing of the request was acted on that a GET changes.
+ */
+function closedUnder(req: http.ClientRequest, e: Error & { code?: string }): Error {
+  if (req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) Object.assign(e, { reusedConnection: true });
+  return e;
 }
 
 function responseBody(res: http.IncomingMessage): OwnResponseBody {

@@ -85,7 +85,8 @@ for (const frontend of FRONTENDS) {
         if (dying) return;
         res.writeHead(201, { 'content-type': 'application/json' });
         // Which server answered, in the failure message: CI once saw the local upload answered by the
-        // peer (a false "local down" from the /readyz probe: snapshot/local-apiserver.ts closedUnder).
+        // peer (a false "local down": the /readyz probe failed on a kept-alive connection the fake server
+        // closed under it, upstream/own-client.ts now asks again).
         res.end(JSON.stringify({ bytes: n, which, kill: killOnUpload }));
       });
       return true;

@@ -178,5 +178,34 @@ describe("own-client: mvproxy's own calls", () => {
       server.close();
     }
   });
-});
 
+  test('a kept-alive connection the server closes as a request is written on it: a GET or HEAD is asked again on the next connection (as Go\'s transport does), a POST fails', async () => {
+    // The server takes one request per connection and closes the connection when a second arrives
+    // on it (what an idle timeout racing the client's next request looks like from the client).
+    const served: string[] = [];
+    const server = http.createServer((req, res) => {
+      const s = req.socket as net.Socket & { requests?: number };
+      s.requests = (s.requests ?? 0) + 1;
+      if (s.requests > 1) return void req.socket.destroy();
+      served.push(`${req.method} ${req.url}`);
+      req.resume();
+      res.end('ok');
+    });
+    const port = await listen(server);
+    const pool = createPool(new URL(`http://127.0.0.1:${port}`), { connectTimeoutMs: 2000 });
+    try {
+      for (const method of ['GET', 'HEAD', 'GET']) {
+        const r = await pool.request({ path: `/readyz?${method}`, method, headersTimeout: 2000 });
+        await r.body.dump();
+        assert.equal(r.statusCode, 200, `${method} on a connection the server closed under it`);
+      }
+      assert.deepEqual(served, ['GET /readyz?GET', 'HEAD /readyz?HEAD', 'GET /readyz?GET'], 'each answered once, on a fresh connection');
+      // A write is never sent twice: the server may have acted on it.
+      await assert.rejects(pool.request({ path: '/leases', method: 'POST', body: '{}' }), (e: Error & { code?: string }) => e.code === 'ECONNRESET');
+      assert.equal(served.length, 3, 'the POST reached no handler, and was not sent again');
+    } finally {
+      await pool.destroy();
+      server.close();
+    }
+  });
+});
