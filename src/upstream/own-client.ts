@@ -77,18 +77,20 @@ export class OwnPool implements OwnDispatcher {
     // the pool; a fresh one ends the loop). Taken as the answer, it marked the local apiserver down
     // and sent the node's requests to the peers for a second, and a peer's probe so would cut the
     // requests waiting on that peer (daemon/build.ts).
+    // headersTimeout bounds the whole call, the tries together.
+    const deadline = o.headersTimeout ? performance.now() + o.headersTimeout : Infinity;
     for (let tries = 1; ; tries++) {
       try {
-        return await this.attempt(o, headers, body);
+        return await this.attempt(o, headers, body, deadline === Infinity ? undefined : Math.max(1, deadline - performance.now()));
       } catch (e) {
         const err = e as Error & { code?: string; reusedConnection?: boolean };
         const safe = o.method === 'GET' || o.method === 'HEAD';
-        if (!safe || err.reusedConnection !== true || tries >= MAX_TRIES || this.closed || o.signal?.aborted) throw e;
+        if (!safe || err.reusedConnection !== true || tries >= MAX_TRIES || this.closed || o.signal?.aborted || performance.now() >= deadline) throw e;
       }
     }
   }
 
-  private attempt(o: OwnRequestOptions, headers: http.OutgoingHttpHeaders, body: string | Buffer | undefined): Promise<OwnResponse> {
+  private attempt(o: OwnRequestOptions, headers: http.OutgoingHttpHeaders, body: string | Buffer | undefined, headersTimeout: number | undefined): Promise<OwnResponse> {
     const signal = o.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise<OwnResponse>((resolve, reject) => {
@@ -102,7 +104,7 @@ export class OwnPool implements OwnDispatcher {
       }
       this.inFlight++;
       let settled = false;
-      const headTimer = o.headersTimeout ? setTimeout(() => req.destroy(timeoutError(`no response head within ${o.headersTimeout} ms`)), o.headersTimeout) : undefined;
+      const headTimer = headersTimeout ? setTimeout(() => req.destroy(timeoutError(`no response head within ${o.headersTimeout} ms`)), headersTimeout) : undefined;
       let response: http.IncomingMessage | undefined;
       // After the head, the body ends with the reason (its reader sees it), and the connection with it.
       const onAbort = (): void => void (response ?? req).destroy(signal?.reason as Error);
@@ -115,7 +117,8 @@ export class OwnPool implements OwnDispatcher {
         // Protocols so (no 'upgrade' listener), and the request would wait forever (helper 12).
         if (!settled) {
           settled = true;
-          reject(closedUnder(req, Object.assign(new Error('the connection closed before a response head (or the server switched protocols)'), { code: 'ECONNRESET' })));
+          // Not marked for another try: node closes without an error only after a head it parsed (a 101).
+          reject(Object.assign(new Error('the connection closed before a response head (or the server switched protocols)'), { code: 'ECONNRESET' }));
         }
       });
       req.once('error', (e) => {

@@ -208,4 +208,35 @@ describe("own-client: mvproxy's own calls", () => {
       server.close();
     }
   });
+
+  test('a server that answers 101 Switching Protocols on a kept-alive connection: the GET fails once, never sent again (the server answered)', async () => {
+    let probes = 0;
+    const server = net.createServer((sock) => {
+      let buf = '';
+      let n = 0;
+      sock.on('data', (d) => {
+        buf += d.toString('latin1');
+        while (buf.includes('\r\n\r\n')) {
+          buf = buf.slice(buf.indexOf('\r\n\r\n') + 4);
+          n++;
+          if (n === 1) sock.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+          else {
+            probes++;
+            sock.write('HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n');
+          }
+        }
+      });
+    });
+    const port = await listen(server);
+    const pool = createPool(new URL(`http://127.0.0.1:${port}`), { connectTimeoutMs: 2000 });
+    try {
+      const first = await pool.request({ path: '/readyz', method: 'GET', headersTimeout: 2000 });
+      await first.body.dump();
+      await assert.rejects(pool.request({ path: '/readyz', method: 'GET', headersTimeout: 2000 }), (e: Error & { code?: string }) => e.code === 'ECONNRESET');
+      assert.equal(probes, 1, 'the GET the server answered 101 was not sent again');
+    } finally {
+      await pool.destroy();
+      server.close();
+    }
+  });
 });
