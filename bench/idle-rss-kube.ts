@@ -11,7 +11,7 @@ import { startControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies } from '../test/kube/support/mvproxy';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
-import { residentMiB } from './lib';
+import { residentMiB, restCollectedLine } from './lib';
 import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
 
 async function main() {
@@ -32,8 +32,7 @@ async function main() {
     await sleep(t0 + REST_MS + 15_000 - Date.now());
     const rest = read();
     members.forEach((m, i) => {
-      const collected = /"msg":"at rest: memory collected"[^\n]*/.exec(m.proc.log())?.[0] ?? null;
-      console.log(JSON.stringify({ member: m.proc.name, startup: startup[i], atRest: { ...rest[i], collected } }));
+      console.log(JSON.stringify({ member: m.proc.name, startup: startup[i], atRest: { ...rest[i], collected: restCollectedLine(m.proc.log()) } }));
     });
     await Promise.all(members.map((m) => m.stop()));
   } finally {

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { startFakeUpstream } from '../test/support/fake-upstream';
 import { IMAGE_ENV } from './targets';
-import { memory, residentMiB } from './lib';
+import { memory, residentMiB, restCollectedLine } from './lib';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
 
@@ -39,8 +39,7 @@ async function main() {
     heap = ['nodejs_heap_size_used_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes'].map((k) => `${k.replace('nodejs_', '').replace('_bytes', '')} ${(Number(new RegExp(`^${k} (\\S+)`, 'm').exec(text)?.[1]) / 2 ** 20).toFixed(1)}`).join(', ');
   }
   await sleep(REST_MS + 10_000 - 8000);
-  const collected = /at rest: memory collected[^\n]*/.exec(out)?.[0];
-  console.log(JSON.stringify({ fe, variant, ...startup, heap, atRest: { ...read(), collected: collected ?? null } }));
+  console.log(JSON.stringify({ fe, variant, ...startup, heap, atRest: { ...read(), collected: restCollectedLine(out) } }));
   p.kill('SIGKILL');
   await up.close();
 }

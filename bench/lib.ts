@@ -4,6 +4,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import net from 'node:net';
+import { REST_COLLECTED_MSG } from '../src/lifecycle/memory';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -141,7 +142,6 @@ export function childrenCpuSeconds(): number {
   }
 }
 
-/** VmRSS and VmHWM (peak) in bytes; NaN when gone. */
 /** Bytes: resident set, its peak, and its anonymous and file-backed parts (RssFile counts the pages
  *  of the node binary and the shared libraries a process has touched; other processes share them). */
 export function memory(pid: number): { rss: number; hwm: number; anon: number; file: number; threads: number } {
@@ -158,6 +158,11 @@ export function memory(pid: number): { rss: number; hwm: number; anon: number; f
 export function residentMiB(pid: number): { rssMiB: number; anonMiB: number; fileMiB: number } {
   const m = memory(pid);
   return { rssMiB: round(m.rss / 2 ** 20, 1), anonMiB: round(m.anon / 2 ** 20, 1), fileMiB: round(m.file / 2 ** 20, 1) };
+}
+
+/** The daemon's log line of its collection at rest (src/lifecycle/memory.ts), or null before it. */
+export function restCollectedLine(log: string): string | null {
+  return new RegExp(`"msg":"${REST_COLLECTED_MSG}"[^\\n]*`).exec(log)?.[0] ?? null;
 }
 
 /** Direct children of a process (nginx's workers). */

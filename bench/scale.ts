@@ -51,7 +51,7 @@
 import { readdirSync, readFileSync, readlinkSync, existsSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { cpuSeconds, memory, round, sleep, startProc } from './lib';
+import { cpuSeconds, memory, restCollectedLine, round, sleep, startProc } from './lib';
 import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
 import { BIN_DIR, NEW, OLD, startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { JEMALLOC_CONF } from '../test/support/jemalloc';
@@ -571,7 +571,7 @@ async function main(): Promise<number> {
     say(`mvproxy pair (${f}): pids ${members.map((m) => m.proc.child.pid).join(', ')}`);
   }
   if (SETTLE) {
-    for (const ms of pairs.values()) for (const m of ms) await waitFor(() => `${m.proc.name} collected at rest`, async () => m.proc.log().includes('"msg":"at rest: memory collected"'), REST_MS + 60_000, m.proc);
+    for (const ms of pairs.values()) for (const m of ms) await waitFor(() => `${m.proc.name} collected at rest`, async () => restCollectedLine(m.proc.log()) !== null, REST_MS + 60_000, m.proc);
     say(`every mvproxy collected at rest (--settle), ${round((performance.now() - t0) / 1000, 1)} s in`);
   }
   const start = new Map<Member, ProxyState>();

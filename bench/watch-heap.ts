@@ -20,7 +20,7 @@ import { createCA } from '../src/pki/throwaway';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
 import { IMAGE_ENV } from './targets';
-import { round as roundTo } from './lib';
+import { residentMiB, restCollectedLine } from './lib';
 
 const frontend = process.argv[2] ?? 'node';
 const N = Number(process.argv[3] ?? 2000);
@@ -133,13 +133,12 @@ async function main() {
     return c;
   };
   if (REST) {
-    const rssIdle = d.memory().rss;
+    const rssMiB = () => residentMiB(d.proc.pid!).rssMiB;
+    const idle = rssMiB();
     const c = await round(N);
-    const rssOpen = d.memory().rss;
+    const open = rssMiB();
     await sleep(REST_MS + 20_000);
-    const rssRest = d.memory().rss;
-    const collected = /"msg":"at rest: memory collected"[^\n]*/.exec(d.stderr())?.[0] ?? null;
-    console.log(JSON.stringify({ frontend, watches: N, rssMiB: { idle: roundTo(rssIdle / 2 ** 20, 1), open: roundTo(rssOpen / 2 ** 20, 1), atRest: roundTo(rssRest / 2 ** 20, 1) }, collected }));
+    console.log(JSON.stringify({ frontend, watches: N, rssMiB: { idle, open, atRest: rssMiB() }, collected: restCollectedLine(d.stderr()) }));
     c.close();
     await d.stop('SIGKILL');
     await up.close();

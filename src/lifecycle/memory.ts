@@ -42,6 +42,9 @@ const CHECK_MS = 2_000;
 const MIN_INTERVAL_MS = 30_000;
 /** The event loop's busy share below which the daemon is at rest: 500 GET/s cost ~2 % of one core here. */
 export const REST_UTILIZATION = 0.05;
+/** The log message of the collection at rest (--v=1): bench/scale.ts --settle and the idle benches wait for it. */
+export const REST_COLLECTED_MSG = 'at rest: memory collected';
+
 /** How long at rest before the collection: past the merge worker's idle exit (MERGE_WORKER_IDLE_MS, 75 s) after a merge. */
 export const REST_MS = 90_000;
 /**
@@ -137,7 +140,7 @@ export class MemoryReturn {
     }
     if (this.restSince !== null && now - this.restSince >= REST_MS && !this.restCollected && this.rss() - this.rssAfter >= REST_GROWTH_BYTES) {
       this.restCollected = true;
-      this.collect(now, 'at rest: memory collected', { inFlight: n });
+      this.collect(now, REST_COLLECTED_MSG, { inFlight: n });
     }
   }
 

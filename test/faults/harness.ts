@@ -62,12 +62,11 @@ export async function startFakeServer(o: { tls?: NodeCertFiles; apis: Buffer; ro
   const fake = { apis: o.apis, route: o.route ?? (() => false), seen } as FakeServer;
   // Connections (the TLS socket for https) and whether a request is being served on each.
   const busy = new Map<net.Socket, boolean>();
-  // When each connection opened, and whether it carried a request yet (closeIdle).
-  const born = new Map<net.Socket, number>();
-  const used = new WeakSet<net.Socket>();
+  // When each connection that has not carried a request yet opened (closeIdle).
+  const unusedSince = new Map<net.Socket, number>();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     busy.set(req.socket, true);
-    used.add(req.socket);
+    unusedSince.delete(req.socket);
     res.on('close', () => {
       if (busy.has(req.socket)) busy.set(req.socket, false);
     });
@@ -94,10 +93,10 @@ export async function startFakeServer(o: { tls?: NodeCertFiles; apis: Buffer; ro
     const server = o.tls ? https.createServer({ cert: readFileSync(o.tls.servingCert), key: readFileSync(o.tls.servingKey), keepAliveTimeout: 30_000 }, handler) : createHttpServer({ keepAliveTimeout: 30_000 }, handler);
     const track = (s: net.Socket) => {
       busy.set(s, false);
-      born.set(s, performance.now());
+      unusedSince.set(s, performance.now());
       s.on('close', () => {
         busy.delete(s);
-        born.delete(s);
+        unusedSince.delete(s);
       });
       // node:http keeps its half of a connection open while a response is pending (allowHalfOpen):
       // when the daemon closes its side of a request this server never answers (/hang), close ours,
@@ -146,7 +145,7 @@ export async function startFakeServer(o: { tls?: NodeCertFiles; apis: Buffer; ro
       // made the daemon take its local apiserver for down and send an upload meant for it to the
       // peer (upload-faults, one CI run). A real apiserver closes only connections that carried one.
       const now = performance.now();
-      for (const [s, b] of busy) if (!b && (used.has(s) || now - (born.get(s) ?? 0) >= 500)) s.destroy();
+      for (const [s, b] of busy) if (!b && now - (unusedSince.get(s) ?? -Infinity) >= 500) s.destroy();
     },
     async close() {
       for (const s of sockets) s.destroy();
