@@ -139,6 +139,8 @@ export interface BenchResult {
   settings: {
     rounds: number;
     durationS: number;
+    /** Unmeasured seconds of each scenario's tool before its first measured run (absent in older results: 0). */
+    settleS?: number;
     connections: number;
     tools: Tool[];
     toolVersions: Record<string, string>;

@@ -136,7 +136,7 @@ export function markdown(r: BenchResult, chartFile: string | undefined, jsonFile
   const L: string[] = [];
   const s = r.settings;
   L.push(`Run \`${r.startedAt}\` (${r.mode}${r.mode !== 'full' ? ': indicative only' : ''}), ${fmt(r.elapsedS / 60, 1)} min; Node ${r.machine.node}, ${r.machine.cpus} × ${r.machine.cpuModel}; load average at start ${r.machine.loadavgStart.map((x) => x.toFixed(2)).join(' ')}.`);
-  L.push(`${s.rounds} round(s) × ${s.durationS} s per run, ${s.connections} connections, scenarios interleaved (order reversed every other round), medians shown. Pinning: ${s.pinning.note}. mvproxy runtime: ${s.runtime}.`);
+  L.push(`${s.rounds} round(s) × ${s.durationS} s per run${s.settleS ? ` after ${s.settleS} s of each scenario's tool unmeasured` : ''}, ${s.connections} connections, scenarios interleaved (order reversed every other round), medians shown. Pinning: ${s.pinning.note}. mvproxy runtime: ${s.runtime}.`);
   L.push(`Tools: ${s.tools.map((t) => `${t} ${s.toolVersions[t] ?? ''}`.trim()).join(', ')}. Raw data: \`${jsonFile}\`.`);
   const skipped = r.targets.filter((t) => t.skipped);
   if (skipped.length) L.push(`Skipped: ${skipped.map((t) => `${t.name} (${t.skipped})`).join('; ')}.`);

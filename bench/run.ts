@@ -11,6 +11,7 @@
 //   --server-cpus 0 --client-cpus 1 --no-watch --watches N --watch-interval-ms MS
 //   --no-open-watches --open-watches N --runtime dist|tsx --out-dir DIR --no-readme --readme --no-anchors
 //   --proxy-node-flags "--max-semi-space-size=4"   (node flags for the mvproxy processes)
+//   --settle-s S                                  (each scenario's tool runs S s unmeasured first: JIT warm-up)
 //   --only open-watches                           (just the 1,000-watch RSS measurement)
 
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +35,13 @@ const QUICK = has('--quick') || SMOKE;
 const PROFILE = str('--profile');
 const ROUNDS = num('--rounds', SMOKE ? 1 : QUICK ? 1 : 3);
 const DURATION = num('--duration', SMOKE ? 1 : QUICK ? 2 : 5);
+/**
+ * Seconds each scenario's load tool runs, unmeasured, before its first measured run (0: none). The
+ * 2,000 warm-up requests leave V8 compiling mvproxy's request path for seconds more, and every run's
+ * new and closing connections deoptimize some of it again: mvproxy's GET p99 was 8.7, 3.6, 2.9 and
+ * 2.7 ms in four 5-s runs back to back (bench/README "Where the GET p99 at saturation goes").
+ */
+const SETTLE_S = num('--settle-s', 0);
 const CONNECTIONS = num('--connections', 50);
 // Pinning needs two CPUs (system under test on one, load on the other).
 const PIN = !has('--no-pin') && TASKSET !== undefined && os.cpus().length >= 2;
@@ -402,7 +410,7 @@ async function measure(sc: ScenarioInfo, tool: Tool, roundNo: number, durationS 
     backendCpuUsPerReq: round(res.requests > 0 ? (bS / res.requests) * 1e6 : NaN, 1),
   };
   log(
-    `  [${roundNo + 1}] ${sc.id.padEnd(18)} ${tool.padEnd(10)} ${Math.round(rec.rps).toLocaleString('en-US').padStart(7)} req/s  p50 ${String(rec.p50).padStart(6)}  p99 ${String(rec.p99).padStart(7)} ms  ${String(rec.cpuUsPerReq).padStart(6)} µs/req  RSS ${rec.rssMB} MB  busy ${rec.busy.map((x) => Math.round(x * 100)).join('/')} %  others ${Math.round(rec.others * 100)} %${rec.errors + rec.non2xx ? `  ERRORS ${rec.errors}+${rec.non2xx}` : ''}`,
+    `  [${roundNo < 0 ? 'settle' : roundNo + 1}] ${sc.id.padEnd(18)} ${tool.padEnd(10)} ${Math.round(rec.rps).toLocaleString('en-US').padStart(7)} req/s  p50 ${String(rec.p50).padStart(6)}  p99 ${String(rec.p99).padStart(7)} ms  ${String(rec.cpuUsPerReq).padStart(6)} µs/req  RSS ${rec.rssMB} MB  busy ${rec.busy.map((x) => Math.round(x * 100)).join('/')} %  others ${Math.round(rec.others * 100)} %${rec.errors + rec.non2xx ? `  ERRORS ${rec.errors}+${rec.non2xx}` : ''}`,
   );
   return rec;
 }
@@ -544,6 +552,10 @@ async function main(): Promise<void> {
   const warmN = SMOKE ? 50 : QUICK ? 500 : 2000;
   log(`warm-up: ${warmN} requests per scenario (LIST and discovery: a fifth)`);
   for (const sc of scenarios) await warm(sc, sc.group === 'get' ? warmN : Math.ceil(warmN / 5));
+  if (SETTLE_S > 0) {
+    log(`settling: each scenario's tool for ${SETTLE_S} s, not measured`);
+    for (const sc of scenarios) for (const tool of toolsOf(sc)) await measure(sc, tool, -1, SETTLE_S).catch((e: Error) => log(`  settling ${sc.id} with ${tool} failed: ${e.message.slice(0, 200)}`));
+  }
 
   const runs: RunRecord[] = [];
   const watchRuns: WatchRecord[] = [];
@@ -605,6 +617,7 @@ async function main(): Promise<void> {
     settings: {
       rounds: ROUNDS,
       durationS: DURATION,
+      settleS: SETTLE_S,
       connections: CONNECTIONS,
       tools: toolsUsed,
       toolVersions: { autocannon: '9.0.0', ...(WRK ? { wrk: wrkVersion() ?? 'unknown' } : {}) },
