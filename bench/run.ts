@@ -11,7 +11,7 @@
 //   --server-cpus 0 --client-cpus 1 --no-watch --watches N --watch-interval-ms MS
 //   --no-open-watches --open-watches N --runtime dist|tsx --out-dir DIR --no-readme --readme --no-anchors
 //   --proxy-node-flags "--max-semi-space-size=4"   (node flags for the mvproxy processes)
-//   --settle-s S                                  (each scenario's tool runs S s unmeasured first: JIT warm-up)
+//   --settle-s S                                  (each scenario's tool runs S s unmeasured first: JIT warm-up; not --profile)
 //   --only open-watches                           (just the 1,000-watch RSS measurement)
 
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,8 +38,8 @@ const DURATION = num('--duration', SMOKE ? 1 : QUICK ? 2 : 5);
 /**
  * Seconds each scenario's load tool runs, unmeasured, before its first measured run (0: none). The
  * 2,000 warm-up requests leave V8 compiling mvproxy's request path for seconds more, and every run's
- * new and closing connections deoptimize some of it again: mvproxy's GET p99 was 8.7, 3.6, 2.9 and
- * 2.7 ms in four 5-s runs back to back (bench/README "Where the GET p99 at saturation goes").
+ * new and closing connections deoptimize some of it again: mvproxy's GET p99 was 5.4, 3.2, 3.1 and
+ * 3.0 ms in four 5-s runs back to back (bench/README "Where the GET p99 at saturation goes").
  */
 const SETTLE_S = num('--settle-s', 0);
 const CONNECTIONS = num('--connections', 50);

@@ -46,7 +46,7 @@ test('the latency histograms tell sub-5 ms answers apart: a local GET (~1.5 ms),
     m.reroutedDuration.of('kube-b').observe(s);
   }
   const text = (await m.scrape(false)).text;
-  const bucket = (name: string, le: string, labels: string) => new RegExp(`^${name}_bucket\\{le="${le}",${labels}\\} (\\d+)$`, 'm').exec(text)?.[1];
+  const bucket = (name: string, le: string, labels: string) => new RegExp(`^${name}_bucket\\{le="${le.replaceAll('.', '\\.')}",${labels}\\} (\\d+)$`, 'm').exec(text)?.[1];
   for (const [name, labels] of [['mvproxy_request_duration_seconds', 'route="local",verb="get",code="2xx"'], ['mvproxy_rerouted_request_duration_seconds', 'peer="kube-b"']] as const) {
     assert.deepEqual(['0.0005', '0.001', '0.0025', '0.005'].map((le) => bucket(name, le, labels)), ['1', '1', '2', '3'], name);
   }
