@@ -12,8 +12,8 @@
 // bodies (watches have none: forwarded without flow control), priorities, identity, routing, bounds.
 // npm run test:scale's `pumpfloor-local` / `pumpfloor-peer` cases run it (see bench/scale.ts).
 //
-// Plain TypeScript Node 24 runs as is (type stripping), so it runs without tsx: its RSS is the
-// design's, not a compiler's.
+// Plain TypeScript with only erasable syntax: bench/scale.ts strips its types ahead (bench/targets.ts
+// strippedScript) and runs it without tsx, so its RSS is the design's, not a compiler's.
 //
 //   node bench/floor-pump.ts PORT UPSTREAM_URL CA_FILE CLIENT_CERT CLIENT_KEY SERVING_CERT SERVING_KEY [verify]
 //

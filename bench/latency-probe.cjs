@@ -21,15 +21,16 @@ const { isMainThread } = require('node:worker_threads');
 if (isMainThread) probe();
 
 function probe() {
-  const { PerformanceObserver, monitorEventLoopDelay } = require('node:perf_hooks');
+  const { monitorEventLoopDelay } = require('node:perf_hooks');
+  const { observeGc } = require('./gc-probe.cjs');
   const fs = require('node:fs');
 
   const FROM_MS = Number(process.env.PROBE_FROM_MS ?? 3000) || 0;
   const out = `/tmp/latency-probe-${process.pid}.json`;
   const gcs = [];
-  new PerformanceObserver((l) => {
-    for (const e of l.getEntries()) if (e.startTime >= FROM_MS) gcs.push(e.duration);
-  }).observe({ entryTypes: ['gc'] });
+  observeGc((e) => {
+    if (e.startTime >= FROM_MS) gcs.push(e.duration);
+  });
 
   const delay = monitorEventLoopDelay({ resolution: 1 });
   setTimeout(() => delay.enable(), FROM_MS).unref();

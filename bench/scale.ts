@@ -52,7 +52,7 @@ import { readdirSync, readFileSync, readlinkSync, existsSync, writeFileSync, mkd
 import os from 'node:os';
 import { join } from 'node:path';
 import { cpuSeconds, memory, restCollectedLine, round, sleep, startProc } from './lib';
-import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
+import { BUILD_DIR, IMAGE_ENV, buildDist, strippedScript } from './targets';
 import { BIN_DIR, NEW, OLD, startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { JEMALLOC_CONF } from '../test/support/jemalloc';
 import { startMvproxies, uwsNode, type Frontend, type Member } from '../test/kube/support/mvproxy';
@@ -463,8 +463,8 @@ async function startFloor(plane: KubeControlPlane, front: FloorFront, upstream: 
   if (node === null) throw new Error(`${name}: no Node here loads uWS (scripts/node-glibc.sh)`);
   const pump = front === 'pump' || front === 'pump-verify';
   const script = pump ? 'floor-pump.ts' : 'floor-watch.ts';
-  // The pump runs as plain Node (type stripping): its RSS is the design's, without tsx's compiler.
-  const proc = startProcess(name, node, [...(pump ? [] : ['--import', 'tsx']), join(__dirname, script), String(port), upstream, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey, front === 'pump-verify' ? 'verify' : front], plane.dir, { ...jemalloc(), ...profileEnv() });
+  // The pump runs as plain Node, stripped ahead: its RSS is the design's, without a compiler's.
+  const proc = startProcess(name, node, [...(pump ? [strippedScript(script)] : ['--import', 'tsx', join(__dirname, script)]), String(port), upstream, plane.pki.caFile, plane.admin.certFile, plane.admin.keyFile, plane.pki.apiserverCert, plane.pki.apiserverKey, front === 'pump-verify' ? 'verify' : front], plane.dir, { ...jemalloc(), ...profileEnv() });
   await waitFor(() => `${name} listening`, async () => /floor-watch listening/.test(proc.log()), 30_000, proc);
   say(`${name} (${pump ? 'HTTP/2 frame pump' : front === 'uws' ? 'uWS' : 'node:http2'} relay, bench/${script} -> ${upstream}): pid ${proc.child.pid}`);
   return { name, url: `https://127.0.0.1:${port}`, metricsURL: '', peerPort: port, proc, stop: async () => void (await proc.stop(10_000)) };

@@ -3,7 +3,8 @@
 // httputil.ReverseProxy), each configured to proxy to the same backend listener.
 
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import ts from 'typescript';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createClusterPKI } from '../src/pki/bundle';
@@ -12,6 +13,21 @@ import { childPids, freePort, sleep, startProc, waitForPort, which, type Proc } 
 
 export const ROOT = join(__dirname, '..');
 export const BUILD_DIR = join(__dirname, '.build');
+
+/**
+ * A bench script in plain TypeScript (a floor), its types stripped ahead into BUILD_DIR, as mvproxy's
+ * build is compiled ahead. Run as .ts, Node strips them itself with amaro's WebAssembly, which then
+ * stays in the process: a node:http2 floor at rest held 82.2 MiB that way and 70.4–71.6 stripped
+ * ahead (bench/README "Against the floor at rest"), so each floor's RSS carried ~11 MiB of a compiler.
+ */
+export function strippedScript(name: string): string {
+  mkdirSync(BUILD_DIR, { recursive: true });
+  const out = join(BUILD_DIR, name.replace(/\.ts$/, '.js'));
+  // TypeScript's transpiler, not node:module's stripTypeScriptTypes (experimental: a warning on every run).
+  const js = ts.transpileModule(readFileSync(join(__dirname, name), 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2023, removeComments: true } });
+  writeFileSync(out, js.outputText);
+  return out;
+}
 
 export interface Pinning {
   /** CPUs of the system under test (a proxy, or the backend in the direct scenarios). */
@@ -306,8 +322,8 @@ export type FloorClient = 'undici' | 'plain';
 /**
  * bench/floor-proxy.ts: uWebSockets.js (or node:http, `front` 'node') + an upstream client and nothing
  * else, on the same Node, with the image's environment (IMAGE_ENV): the floor mvproxy's design
- * stands on (issues 18, 28). Node ≥ 23 runs it without tsx (type stripping), so no loader thread adds
- * to its RSS, as none does to mvproxy's (dist build).
+ * stands on (issues 18, 28). It runs stripped ahead (strippedScript), without tsx or Node's own
+ * stripping, so no compiler adds to its RSS, as none does to mvproxy's (dist build).
  */
 export async function startFloorProxy(backendPort: number, pin: Pinning, front: 'uws' | 'node' = 'uws', client: FloorClient = 'undici', nodeFlags: string[] = []): Promise<AnchorResult> {
   const name = `${client === 'undici' ? 'floor' : 'plain'}${front === 'uws' ? '' : '-node'}` as Anchor['name'];
@@ -337,8 +353,7 @@ export async function startFloorPeer(backendPortB: number, pin: Pinning, pki: PK
 
 async function spawnFloor(name: string, origin: string, extra: string[], pin: Pinning, nodeFlags: string[] = []): Promise<{ proc: Proc; port: number }> {
   const port = await freePort();
-  const loader = Number(process.versions.node.split('.')[0]) >= 23 ? [] : ['--import', 'tsx'];
-  const proc = startProc(name, process.execPath, [...nodeFlags, ...loader, join(__dirname, 'floor-proxy.ts'), String(port), origin, ...extra], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
+  const proc = startProc(name, process.execPath, [...nodeFlags, strippedScript('floor-proxy.ts'), String(port), origin, ...extra], { cpus: pin.server, cwd: ROOT, env: { ...process.env, ...IMAGE_ENV } });
   try {
     await proc.waitFor(/"listening"/, 20_000);
   } catch (e) {

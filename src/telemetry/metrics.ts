@@ -16,9 +16,10 @@ export const KUBE_LATENCY_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8
 /**
  * mvproxy's latency histograms: Kubernetes' buckets and three below its first (5 ms). A GET on the
  * local route takes ~1.5 ms at p50 against a real kube-apiserver, of which mvproxy adds 0.1–0.2 ms
- * on the uWS front end and 0.2–0.7 on the node one (bench/README "500 GET/s on the real apiserver"); a discovery answer mvproxy serves itself is
- * sub-millisecond. In Kubernetes' buckets all of these fell in the first one, so neither what the
- * peer hop adds over the local route (docs/deploy.md) nor a slower mvproxy showed.
+ * on the uWS front end and 0.2–0.7 on the node one (bench/README "500 GET/s on the real
+ * apiserver"); a discovery answer mvproxy serves itself is sub-millisecond. In Kubernetes' buckets
+ * all of these fell in the first one, so neither what the peer hop adds over the local route
+ * (docs/deploy.md) nor a slower mvproxy showed.
  */
 export const MVPROXY_LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, ...KUBE_LATENCY_BUCKETS];
 
