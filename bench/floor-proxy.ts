@@ -18,7 +18,7 @@
 // --upstream-key F --upstream-servername S dial an https origin with a client certificate.
 //
 // --identity-from-cert: the client certificate's CN and O as X-Remote-User/-Group (below; bench/rate.ts's floors).
-// --collect-at-ms MS: one collection at rest, MS after start (below; bench/idle-rss-kube.ts --floors).
+// SIGUSR2: one collection at rest (below; bench/idle-rss-kube.ts --floors).
 // On the node front end, --tls-cert serves HTTP/2 and HTTP/1.1 by ALPN (node:http2's compatibility API).
 //
 // Only erasable syntax here, CommonJS: the bench strips its types ahead (bench/targets.ts
@@ -510,18 +510,15 @@ function nodeIdentityLines(req: IncomingMessage): string {
 // Exits through process.exit, so that `node --cpu-prof` writes its profile.
 process.once('SIGTERM', () => process.exit(0));
 
-// --collect-at-ms MS: one last-resort collection MS after start, the one mvproxy runs once at rest
-// (src/lifecycle/memory.ts), so that bench/idle-rss-kube.ts reads the floor's RSS at rest as it reads
-// mvproxy's (V8 keeps a grown young generation's pages until such a collection).
-const collectAt = opt('--collect-at-ms');
-if (collectAt !== undefined) {
-  setTimeout(() => {
-    (require('node:v8') as typeof import('node:v8')).setFlagsFromString('--expose-gc');
-    const gc = (require('node:vm') as typeof import('node:vm')).runInNewContext('gc') as (o: object) => void;
-    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-    console.log(JSON.stringify({ collectedAtRest: Date.now() }));
-  }, Number(collectAt)).unref();
-}
+// SIGUSR2: one last-resort collection, the one mvproxy runs once at rest (src/lifecycle/memory.ts),
+// so that bench/idle-rss-kube.ts reads the floor's RSS at rest as it reads mvproxy's (V8 keeps a
+// grown young generation's pages until such a collection). Prints {"collectedAtRest":<ms>}.
+process.on('SIGUSR2', () => {
+  (require('node:v8') as typeof import('node:v8')).setFlagsFromString('--expose-gc');
+  const gc = (require('node:vm') as typeof import('node:vm')).runInNewContext('gc') as (o: object) => void;
+  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  console.log(JSON.stringify({ collectedAtRest: Date.now() }));
+});
 
 function listening(port: number): void {
   console.log(JSON.stringify({ listening: port, front, client }));

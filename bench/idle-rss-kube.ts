@@ -8,17 +8,21 @@
 //   runtime, the plain HTTP/1.1 client, TLS both sides with the client's certificate asked for and its CN and
 //   O sent as identity, the front-proxy certificate upstream; no discovery, routing, metrics or peers), in
 //   front of the same apiserver, with the image's environment and jemalloc, collected once at rest as mvproxy
-//   is (--collect-at-ms): the least memory a process of this design holds at rest on this runtime.
+//   is (SIGUSR2, once every member has): the least memory a process of this design holds at rest here.
+// --heap: each member and floor preloads bench/heap-probe.cjs, which writes what its V8 heap holds at its
+//   exit (after the reading at rest): printed as a second line per process, {"process":…,"heap":…}.
 // --requests N: after the 8-s reading, N GETs through each member and floor (HTTPS, keep-alive, 8 at once,
 //   the admin's certificate), so that each has compiled its request path before it rests.
 // MVPROXY_MAIN=<build>/src/main.js measures another build. Prints one JSON line per process.
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ClientRequest } from 'node:http';
 import { Agent, request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies } from '../test/kube/support/mvproxy';
-import { freePort, startProcess, type Proc as KubeProc } from '../test/kube/support/processes';
+import { freePort, startProcess, waitFor, type Proc as KubeProc } from '../test/kube/support/processes';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
 import { residentMiB, restCollectedLine } from './lib';
@@ -26,10 +30,14 @@ import { BUILD_DIR, IMAGE_ENV, buildDist, strippedScript } from './targets';
 
 const argv = process.argv.slice(2);
 const withFloors = argv.includes('--floors');
+const heapDir = argv.includes('--heap') ? mkdtempSync(join(tmpdir(), 'idle-heap-')) : undefined;
+/** The image's environment, and the heap probe's preload with --heap. */
+const PROCESS_ENV = { ...IMAGE_ENV, ...(heapDir ? { NODE_OPTIONS: `${IMAGE_ENV.NODE_OPTIONS} --require ${join(__dirname, 'heap-probe.cjs')}`, HEAP_PROBE_DIR: heapDir } : {}) };
 const requestsAt = argv.indexOf('--requests');
 const requests = requestsAt === -1 ? 0 : Number(argv[requestsAt + 1]);
-/** When every process is read at rest: after mvproxy's collection at rest (REST_MS of quiet) with room for the requests. */
-const READ_AT_MS = REST_MS + 25_000;
+if (!Number.isInteger(requests) || requests < 0) throw new Error(`--requests wants a count, not ${argv[requestsAt + 1]}`);
+/** How long after the requests mvproxy may take to collect at rest (REST_MS of quiet, and its checks' period). */
+const REST_WAIT_MS = REST_MS + 60_000;
 
 interface Measured {
   name: string;
@@ -44,14 +52,10 @@ async function startFloor(plane: KubeControlPlane, i: number, front: 'uws' | 'no
   const port = await freePort();
   const args = [strippedScript('floor-proxy.ts'), String(port), plane.apiservers[i]!.url, front, '--client', 'plain', '--identity-from-cert',
     '--tls-cert', pki.apiserverCert, '--tls-key', pki.apiserverKey, '--client-ca', pki.caFile,
-    '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey, '--upstream-servername', 'kubernetes',
-    '--collect-at-ms', String(REST_MS + 10_000)];
-  const proc = startProcess(`floor-${front}-${i}`, process.execPath, args, plane.dir, { ...IMAGE_ENV, ...jemalloc() });
-  const deadline = Date.now() + 20_000;
-  while (!/"listening"/.test(proc.log())) {
-    if (Date.now() > deadline) throw new Error(`floor ${i} did not listen: ${proc.log()}`);
-    await sleep(100);
-  }
+    '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey,
+    '--upstream-servername', 'kubernetes'];
+  const proc = startProcess(`floor-${front}-${i}`, process.execPath, args, plane.dir, { ...PROCESS_ENV, ...jemalloc() });
+  await waitFor(() => `floor ${i} listening`, async () => /"listening"/.test(proc.log()), 20_000, proc);
   return Object.assign(proc, { url: `https://127.0.0.1:${port}` });
 }
 
@@ -61,9 +65,11 @@ async function getMany(plane: KubeControlPlane, url: string, n: number): Promise
   let ok = 0;
   let next = 0;
   const one = () => new Promise<void>((resolve, reject) => {
-    request(`${url}/api/v1/namespaces/default`, { agent }, (res) => {
+    request(`${url}/api/v1/namespaces/default`, { agent, timeout: 10_000 }, (res) => {
       if (res.statusCode === 200) ok++;
       res.resume().on('end', resolve).on('error', reject);
+    }).on('timeout', function (this: ClientRequest) {
+      this.destroy(new Error(`GET through ${url}: no answer in 10 s`));
     }).on('error', reject).end();
   });
   await Promise.all(Array.from({ length: 8 }, async () => {
@@ -84,7 +90,7 @@ async function main() {
   const floors: (KubeProc & { url: string })[] = [];
   try {
     // --v=2: the kube helpers wait for the merge by its log line; the collection logs at --v=1.
-    const members = await startMvproxies(plane, { frontend, extraArgs: ['--discovery-refresh-interval=30s', '--v=2'], command: { entry: [entry], env: { ...IMAGE_ENV, ...jemalloc() } } });
+    const members = await startMvproxies(plane, { frontend, extraArgs: ['--discovery-refresh-interval=30s', '--v=2'], command: { entry: [entry], env: { ...PROCESS_ENV, ...jemalloc() } } });
     const t0 = Date.now();
     if (withFloors) for (let i = 0; i < members.length; i++) floors.push(await startFloor(plane, i, frontend));
     const all: Measured[] = [
@@ -92,16 +98,30 @@ async function main() {
       ...floors.map((f) => ({ name: f.name, pid: f.child.pid!, url: f.url, log: () => f.log() })),
     ];
     const read = () => all.map((m) => residentMiB(m.pid));
-    await sleep(8000);
+    await sleep(t0 + 8000 - Date.now());
     const startup = read();
     const served: number[] = [];
     for (const m of all) served.push(requests > 0 ? await getMany(plane, m.url, requests) : 0);
-    await sleep(t0 + READ_AT_MS - Date.now());
+    // Each member collects once at rest, REST_MS after its last request; then each floor the same way
+    // (SIGUSR2), and everything is read.
+    const collected = () => members.every((m) => restCollectedLine(m.proc.log()) !== null);
+    await waitFor(() => 'every member collected at rest', async () => collected(), REST_WAIT_MS);
+    for (const f of floors) f.child.kill('SIGUSR2');
+    await waitFor(() => 'every floor collected', async () => floors.every((f) => /collectedAtRest/.test(f.log())), 10_000);
+    await sleep(5000);
     const rest = read();
     all.forEach((m, i) => {
-      console.log(JSON.stringify({ process: m.name, startup: startup[i], served: served[i], atRest: { ...rest[i], collected: restCollectedLine(m.log()) ?? /collectedAtRest/.test(m.log()) } }));
+      const collectedLine = restCollectedLine(m.log()) ?? /collectedAtRest/.test(m.log());
+      console.log(JSON.stringify({ process: m.name, startup: startup[i], served: served[i], atRest: { ...rest[i], collected: collectedLine } }));
     });
-    await Promise.all(members.map((m) => m.stop()));
+    await Promise.all([...members.map((m) => m.stop()), ...floors.map((f) => f.stop(5000))]);
+    if (heapDir) {
+      for (const m of all) {
+        const file = join(heapDir, `heap-${m.pid}.json`);
+        const heap = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as unknown) : null;
+        console.log(JSON.stringify({ process: m.name, heap }));
+      }
+    }
   } finally {
     await Promise.all(floors.map((f) => f.stop(0)));
     await plane.stop();

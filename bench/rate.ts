@@ -38,7 +38,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, relative } from 'node:path';
 import { childPids, CLK_TCK, cpuSeconds, cpuTimes, round, sleep, startProc, which, type Proc } from './lib';
-import { BUILD_DIR, IMAGE_ENV, buildDist, ROOT } from './targets';
+import { BUILD_DIR, IMAGE_ENV, buildDist, ROOT, strippedScript } from './targets';
 import { startControlPlane, kubectlAs, NEW, BIN_DIR, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies, type Member } from '../test/kube/support/mvproxy';
 import { freePort, startProcess, waitFor, type Proc as KubeProc } from '../test/kube/support/processes';
@@ -206,7 +206,7 @@ ${server(h1Port, false)}
 async function startRateFloor(plane: KubeControlPlane, apiPort: number, front: 'uws' | 'node'): Promise<{ proc: KubeProc; url: string }> {
   const pki = plane.pki;
   const port = await freePort();
-  const args = [join(__dirname, 'floor-proxy.ts'), String(port), `https://127.0.0.1:${apiPort}`, front, '--client', 'plain', '--identity-from-cert',
+  const args = [strippedScript('floor-proxy.ts'), String(port), `https://127.0.0.1:${apiPort}`, front, '--client', 'plain', '--identity-from-cert',
     '--tls-cert', pki.apiserverCert, '--tls-key', pki.apiserverKey, '--client-ca', pki.caFile,
     '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey, '--upstream-servername', 'kubernetes'];
   const proc = startProcess('floor', process.execPath, args, plane.dir, { ...IMAGE_ENV });

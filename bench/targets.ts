@@ -3,8 +3,7 @@
 // httputil.ReverseProxy), each configured to proxy to the same backend listener.
 
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import ts from 'typescript';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createClusterPKI } from '../src/pki/bundle';
@@ -17,15 +16,21 @@ export const BUILD_DIR = join(__dirname, '.build');
 /**
  * A bench script in plain TypeScript (a floor), its types stripped ahead into BUILD_DIR, as mvproxy's
  * build is compiled ahead. Run as .ts, Node strips them itself with amaro's WebAssembly, which then
- * stays in the process: a node:http2 floor at rest held 82.2 MiB that way and 70.4–71.6 stripped
+ * stays in the process: a node:http2 floor at rest held 82.2–82.4 MiB that way and 71.1–71.6 stripped
  * ahead (bench/README "Against the floor at rest"), so each floor's RSS carried ~11 MiB of a compiler.
+ * Written to a file of its own and renamed into place: two benches at once never run a half-written one.
  */
 export function strippedScript(name: string): string {
   mkdirSync(BUILD_DIR, { recursive: true });
   const out = join(BUILD_DIR, name.replace(/\.ts$/, '.js'));
-  // TypeScript's transpiler, not node:module's stripTypeScriptTypes (experimental: a warning on every run).
-  const js = ts.transpileModule(readFileSync(join(__dirname, name), 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2023, removeComments: true } });
-  writeFileSync(out, js.outputText);
+  // TypeScript's transpiler (loaded here only: most importers never need it), not node:module's
+  // stripTypeScriptTypes, which is experimental and warns on every run.
+  const ts = require('typescript') as typeof import('typescript');
+  const options = { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2023, removeComments: true };
+  const js = ts.transpileModule(readFileSync(join(__dirname, name), 'utf8'), { compilerOptions: options });
+  const tmp = `${out}.${process.pid}.tmp`;
+  writeFileSync(tmp, js.outputText);
+  renameSync(tmp, out);
   return out;
 }
 
