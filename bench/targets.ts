@@ -16,7 +16,7 @@ export const BUILD_DIR = join(__dirname, '.build');
 /**
  * A bench script in plain TypeScript (a floor), its types stripped ahead into BUILD_DIR, as mvproxy's
  * build is compiled ahead. Run as .ts, Node strips them itself with amaro's WebAssembly, which then
- * stays in the process: a node:http2 floor at rest held 82.2–82.4 MiB that way and 71.1–71.6 stripped
+ * stays in the process: a node:http2 floor at rest held 82.2–82.4 MiB that way and 71.1–72.6 stripped
  * ahead (bench/README "Against the floor at rest"), so each floor's RSS carried ~11 MiB of a compiler.
  * Written to a file of its own and renamed into place: two benches at once never run a half-written one.
  */
