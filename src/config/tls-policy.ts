@@ -5,6 +5,7 @@
 // as kube-apiserver serves (Go >= 1.23: ECDHE only, no RSA key exchange, no 3DES), so e.g.
 // AES128-SHA is refused. TLS 1.3 suites are fixed by the protocol, as in Go: their names are
 // accepted and change nothing.
+import { constants } from 'node:crypto';
 import type { SecureVersion } from 'node:tls';
 
 /** Go's TLS 1.0–1.2 suite names (tls.CipherSuites() and tls.InsecureCipherSuites()) → OpenSSL's. */
@@ -59,11 +60,23 @@ export const TLS_VERSIONS: Readonly<Record<string, SecureVersion>> = {
   VersionTLS13: 'TLSv1.3',
 };
 
+/**
+ * No TLS renegotiation, on every TLS mvproxy speaks, as Go's crypto/tls: its server never
+ * renegotiates, and its client refuses by default (RenegotiateNever). Node's TLS servers accept a
+ * client's renegotiation (3 in 10 minutes), and a socket verified once stays `authorized` after it:
+ * a client holding any certificate of the client CA renegotiated (TLS 1.2) with a self-signed one
+ * naming system:admin in system:masters, and the node front end sent that user upstream as its
+ * identity; kube-apiserver v1.34.4's audit log named system:admin (helper 20). uWS refuses it itself.
+ */
+export const NO_RENEGOTIATION = constants.SSL_OP_NO_RENEGOTIATION;
+
 /** Spread into any node:tls options (servers, setSecureContext, connections): the names are Node's. */
 export interface TLSPolicy {
   readonly minVersion: SecureVersion;
   /** OpenSSL cipher list for TLS 1.2 and older (TLS 1.3 keeps its fixed suites). */
   readonly ciphers: string;
+  /** OpenSSL options: NO_RENEGOTIATION. */
+  readonly secureOptions: number;
 }
 
 /** The reason a --tls-min-version value is refused, or undefined. */
@@ -82,7 +95,7 @@ export function tlsPolicy(minVersion: string, cipherSuites: readonly string[]): 
   const openssl = [...new Set(names.filter((n) => !TLS13_SUITES.has(n)).map((n) => GO_CIPHER_SUITES[n]!))];
   // Only TLS 1.3 names given: TLS 1.2 gets Go's defaults, as Go keeps them when the list has none it applies.
   const ciphers = (openssl.length ? openssl : DEFAULT_CIPHER_SUITES.map((n) => GO_CIPHER_SUITES[n]!)).join(':');
-  return Object.freeze({ minVersion: TLS_VERSIONS[minVersion] ?? 'TLSv1.2', ciphers });
+  return Object.freeze({ minVersion: TLS_VERSIONS[minVersion] ?? 'TLSv1.2', ciphers, secureOptions: NO_RENEGOTIATION });
 }
 
 /** What kube-apiserver serves without the flags. */

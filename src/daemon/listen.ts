@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type http from 'node:http';
 import type https from 'node:https';
 import type { TLSSocket } from 'node:tls';
-import { listenNode, listenPeer, socketUser } from '../listener/listen-node';
+import { handshakeUser, listenNode, listenPeer } from '../listener/listen-node';
 import { listenPeerUWS, listenUWS, UWS_MAX_CLIENT_CERTIFICATE_BYTES, type UwsRunningListener } from '../listener/uws';
 import { choosePeerFrontend } from '../listener/frontend';
 import type { Exchange, RunningListener } from '../listener/exchange';
@@ -139,7 +139,8 @@ function clientUpgrade(c: CompletedConfig, p: Components): UpgradeHandler {
   const { config, localURL, localTLS, identityRules } = c;
   const { handler, lifecycle, certificateUsers, tunnels, log } = p;
   return (req, socket, head) => {
-    const user = certificateUsers ? socketUser(req.socket as TLSSocket, certificateUsers) : null;
+    // The user its TLS handshake verified (listen-node.ts handshakeUser), never the certificate of the moment.
+    const user = certificateUsers ? handshakeUser(req.socket as TLSSocket) : null;
     const incoming = lowercasedHeaders(req.rawHeaders);
     const refused = certificateRefusal(user, incoming);
     if (refused !== undefined) return answerStatus(socket, ErrorCode.MVP_ERR_CERTIFICATE_USER, refused);

@@ -8,7 +8,7 @@
 // and whose CN is in --requestheader-allowed-names, an empty list allowing any CN from that CA
 // (else 401 Status), exactly as kube-apiserver's request-header authenticator (docs/kubernetes-mvp.md §2.5).
 
-import type { TLSPolicy } from '../config/tls-policy';
+import { NO_RENEGOTIATION, type TLSPolicy } from '../config/tls-policy';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type Socket } from 'node:net';
@@ -48,17 +48,10 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
   const state = new ListenerState(o.lifecycle);
   const clientCA = o.tls?.clientCA;
   const users = clientCA ? (o.tls?.certificateUsers ?? new CertificateUsers({ uidHeader: false }, clientCA)) : null;
-  // Per connection: what its verified certificate makes of a request, computed once.
-  const perSocket = new WeakMap<TLSSocket, CertificateUser>();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (behindRefusal(req)) return;
-    let user: CertificateUser | undefined;
-    if (users !== null) {
-      const sock = req.socket as TLSSocket;
-      user = perSocket.get(sock);
-      if (user === undefined) perSocket.set(sock, (user = socketUser(sock, users)));
-    }
-    dispatch(req, new NodeExchange(req, res, state, user ?? null), o.onRequest);
+    const user = users === null ? null : handshakeUser(connectionSocket(req));
+    dispatch(req, new NodeExchange(req, res, state, user), o.onRequest);
   };
   const server = o.tls
     ? (http2.createSecureServer(
@@ -67,6 +60,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
           key: o.tls.key,
           ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}),
           ...o.tls.policy,
+          secureOptions: (o.tls.policy?.secureOptions ?? 0) | NO_RENEGOTIATION,
           allowHTTP1: true,
           // HTTP/2 streams of one client share its connection: as many as Go's server allows (250), and a
           // header list the size node:http allows on HTTP/1.1.
@@ -76,14 +70,18 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
         handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
       ) as unknown as http.Server)
     : http.createServer(SERVER_OPTIONS, handler);
-  if (clientCA) {
+  if (users !== null) {
     // A certificate is optional (bearer-token clients send none), but one that is sent must verify:
     // another CA, expired, or not for client auth ends the connection before any request is read,
     // as the uWS front end's handshake refuses it (uSockets SSL_VERIFY_PEER). Never served as anonymous.
+    // The user is read here, once, from the handshake that verified it: every request and upgrade of
+    // the connection is that user's, whatever the socket reports later (NO_RENEGOTIATION).
     server.on('secureConnection', (sock: TLSSocket) => {
-      if (sock.authorized) return;
-      const presented = sock.getPeerCertificate();
-      if (presented && Object.keys(presented).length > 0) sock.destroy();
+      if (!sock.authorized) {
+        const presented = sock.getPeerCertificate();
+        if (presented && Object.keys(presented).length > 0) return void sock.destroy();
+      }
+      (sock as Verified)[HANDSHAKE_USER] = socketUser(sock, users);
     });
   }
   const onUpgrade = o.onUpgrade;
@@ -127,16 +125,14 @@ export interface PeerListenerOptions {
 export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
   const allowed = new Set(o.allowedNames);
   const state = new ListenerState(o.lifecycle);
-  const verdicts = new WeakMap<TLSSocket, string | null>(); // per connection: null = allowed, else why not
+  // Per connection, decided at its handshake (secureConnection below): null = allowed, else why not.
+  const verdictOf = (sock: TLSSocket): string | null => {
+    const why = (sock as Verified)[PEER_VERDICT];
+    return why === undefined ? 'no verified TLS handshake on this connection' : why;
+  };
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (behindRefusal(req)) return;
-    // The TLS connection: on HTTP/2, req.socket is a proxy made per request; the session's socket is the one.
-    const sock = ((req as unknown as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket) as TLSSocket;
-    let why = verdicts.get(sock);
-    if (why === undefined) {
-      why = peerVerdict(sock, allowed);
-      verdicts.set(sock, why);
-    }
+    const why = verdictOf(connectionSocket(req));
     const ex = new NodeExchange(req, res, state);
     if (why === null) dispatch(req, ex, o.onRequest);
     else o.onRejected(ex, why);
@@ -152,12 +148,14 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
       requestCert: true,
       rejectUnauthorized: true,
       ...o.policy,
+      secureOptions: (o.policy?.secureOptions ?? 0) | NO_RENEGOTIATION,
       allowHTTP1: true,
       settings: { maxConcurrentStreams: 250, maxHeaderListSize: MAX_HEADER_BYTES },
       maxHeaderListPairs: MAX_HEADER_FIELDS,
     },
     handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   ) as unknown as http.Server;
+  server.on('secureConnection', (sock: TLSSocket) => ((sock as Verified)[PEER_VERDICT] = peerVerdict(sock, allowed)));
   answerExpectations(server, handler);
   // Upgrades between peers: in-tree never proxies them (they would arrive without identity,
   // docs/kubernetes-mvp.md §2.3); mvproxy's own failover (issue 30) sends them with the front-proxy
@@ -166,9 +164,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
   server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
     if (behindRefusal(req)) return closeBehindRefusal(socket);
     socket.on('error', () => undefined);
-    const sock = req.socket as TLSSocket;
-    let why = verdicts.get(sock);
-    if (why === undefined) verdicts.set(sock, (why = peerVerdict(sock, allowed)));
+    const why = verdictOf(req.socket as TLSSocket);
     if (o.onUpgrade !== undefined && why === null) return o.onUpgrade(req, socket, head);
     socket.pause();
     if (why !== null) return answerStatus(socket, ErrorCode.MVP_ERR_PEER_UNAUTHORIZED, why);
@@ -246,10 +242,33 @@ function answerExpectations(server: http.Server, handler: (req: http.IncomingMes
 }
 
 /** What the connection's client certificate makes of a request if node:tls verified it (api/identity.ts), else null. */
-export function socketUser(sock: TLSSocket, users: CertificateUsers): CertificateUser {
-  if (!sock.authorized) return null;
+function socketUser(sock: TLSSocket, users: CertificateUsers): CertificateUser {
+  if (!sock.authorized || sock.authorizationError) return null;
   const cert = sock.getPeerCertificate();
   return cert?.raw ? users.ofDER(cert.raw, cert.fingerprint256) : null;
+}
+
+/**
+ * What a TLS connection's handshake verified, kept on its socket: an HTTP/2 request reaches its
+ * connection through proxies node makes (req.socket per request, session.socket per session), which
+ * read such a property from the socket itself, where a WeakMap keyed by the socket would miss.
+ */
+const HANDSHAKE_USER = Symbol('mvproxy handshake user');
+const PEER_VERDICT = Symbol('mvproxy peer verdict');
+type Verified = TLSSocket & { [HANDSHAKE_USER]?: CertificateUser; [PEER_VERDICT]?: string | null };
+
+/**
+ * The user of the certificate a connection was verified with at its handshake (null: none, or a
+ * connection of no listener that reads certificates). Requests and upgrades read this, never the
+ * socket's certificate of the moment.
+ */
+export function handshakeUser(sock: TLSSocket): CertificateUser {
+  return (sock as Verified)[HANDSHAKE_USER] ?? null;
+}
+
+/** The TLS connection of a request: on HTTP/2, req.socket is a proxy made per request; the session's socket is the one. */
+function connectionSocket(req: http.IncomingMessage): TLSSocket {
+  return ((req as unknown as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket) as TLSSocket;
 }
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {

@@ -96,6 +96,19 @@ describe(`peer listener attacks (--peer-frontend=${peerFrontend})`, () => {
     assert.deepEqual(reached(id), [OLD]);
   });
 
+  test("a peer's TLS renegotiation is refused (Go never renegotiates; node kept a renegotiated socket `authorized`, tls-renegotiation.test.ts)", async () => {
+    const [host, port] = plane.member(OLD).peerAddress.split(':');
+    const outcome = await new Promise<string>((resolve) => {
+      const s = tls.connect({ host, port: Number(port), ca: plane.pki.clusterCA.cert, servername: 'kubernetes.default.svc', maxVersion: 'TLSv1.2', ALPNProtocols: ['http/1.1'], ...creds.good }, () => {
+        if (!s.renegotiate({ rejectUnauthorized: true }, (err) => resolve(err ? `refused: ${err.message}` : 'done'))) resolve('not started');
+      });
+      s.setTimeout(10_000, () => s.destroy());
+      s.on('error', (e) => resolve(`refused: ${e.message}`));
+      s.on('close', () => resolve('closed'));
+    });
+    assert.match(outcome, /^(refused|closed)/, outcome);
+  });
+
   const TLS_REFUSED: [string, string][] = [
     ['none', 'no client certificate'],
     ['fromForeign', 'a client certificate from a foreign CA with the allowed CN'],
