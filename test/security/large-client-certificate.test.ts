@@ -8,12 +8,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { FRONTENDS } from '../support/frontends';
-import { startFakeUpstream } from '../support/fake-upstream';
-import { startTestDaemon, capturingLogger } from '../support/daemon';
+import { capturingLogger } from '../support/daemon';
+import { startClientCADaemon, type ClientCADaemon } from '../support/client-ca-daemon';
 import { createCA, type PemPair } from '../../src/pki/throwaway';
 import { UWS_MAX_CLIENT_CERTIFICATE_BYTES } from '../../src/listener/uws';
 import type { Daemon } from '../../src/daemon';
@@ -44,31 +41,16 @@ function get(port: number, ca: string, client: PemPair): Promise<{ status: numbe
 
 for (const frontend of FRONTENDS) {
   describe(`large client certificates (${frontend} front end)`, () => {
-    let dir: string;
     let ca: Awaited<ReturnType<typeof createCA>>;
-    let up: Awaited<ReturnType<typeof startFakeUpstream>>;
+    let s: ClientCADaemon;
     let d: Daemon;
     const log = capturingLogger();
     before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'mvproxy-bigcert-'));
-      ca = await createCA('client-ca');
-      const server = await ca.issue({ commonName: 'localhost', usage: 'server', ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
-      writeFileSync(join(dir, 'ca.crt'), ca.cert);
-      writeFileSync(join(dir, 'tls.crt'), server.cert);
-      writeFileSync(join(dir, 'tls.key'), server.key);
-      up = await startFakeUpstream((req, res) => {
-        if (!req.url?.startsWith(CM)) return false;
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(req.headers));
-        return true;
-      });
-      d = await startTestDaemon({ frontend, localAPIServer: up.url, tlsCertFile: join(dir, 'tls.crt'), tlsPrivateKeyFile: join(dir, 'tls.key'), clientCAFile: join(dir, 'ca.crt'), bindAddress: '127.0.0.1' }, { log });
-      await d.publisher.refresh();
+      s = await startClientCADaemon(frontend, CM, { log });
+      ({ ca, d } = s);
     });
     after(async () => {
-      await d?.close();
-      await up?.close();
-      rmSync(dir, { recursive: true, force: true });
+      await s?.close();
     });
 
     test('a 20 KB certificate is answered as its user', async () => {

@@ -8,14 +8,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { FRONTENDS } from '../support/frontends';
-import { startFakeUpstream } from '../support/fake-upstream';
-import { startTestDaemon } from '../support/daemon';
-import { createCA, type PemPair } from '../../src/pki/throwaway';
-import type { Daemon } from '../../src/daemon';
+import { startClientCADaemon, type ClientCADaemon } from '../support/client-ca-daemon';
+import type { PemPair } from '../../src/pki/throwaway';
 
 const CM = '/api/v1/namespaces/default/configmaps/x';
 
@@ -40,41 +35,20 @@ function renegotiateThenGet(port: number, ca: string, client: PemPair): Promise<
 
 for (const frontend of FRONTENDS) {
   describe(`TLS renegotiation on the client listener (${frontend} front end)`, () => {
-    let dir: string;
-    let ca: Awaited<ReturnType<typeof createCA>>;
-    let up: Awaited<ReturnType<typeof startFakeUpstream>>;
-    let d: Daemon;
-    /** The identity of every request the apiserver got. */
-    const users: (string | string[] | undefined)[] = [];
+    let s: ClientCADaemon;
     before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'mvproxy-reneg-'));
-      ca = await createCA('client-ca');
-      const server = await ca.issue({ commonName: 'localhost', usage: 'server', ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
-      writeFileSync(join(dir, 'ca.crt'), ca.cert);
-      writeFileSync(join(dir, 'tls.crt'), server.cert);
-      writeFileSync(join(dir, 'tls.key'), server.key);
-      up = await startFakeUpstream((req, res) => {
-        if (!req.url?.startsWith(CM)) return false;
-        users.push(req.headers['x-remote-user']);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(req.headers));
-        return true;
-      });
-      d = await startTestDaemon({ frontend, localAPIServer: up.url, tlsCertFile: join(dir, 'tls.crt'), tlsPrivateKeyFile: join(dir, 'tls.key'), clientCAFile: join(dir, 'ca.crt'), bindAddress: '127.0.0.1' });
-      await d.publisher.refresh();
+      s = await startClientCADaemon(frontend, CM);
     });
     after(async () => {
-      await d?.close();
-      await up?.close();
-      rmSync(dir, { recursive: true, force: true });
+      await s?.close();
     });
 
     test("a client's renegotiation is refused, and nothing on that connection reaches the apiserver as anyone else", async () => {
-      const alice = await ca.issue({ commonName: 'alice', organization: ['devs'], usage: 'client' });
-      const r = await renegotiateThenGet(d.clientPort, ca.cert, alice);
+      const alice = await s.ca.issue({ commonName: 'alice', organization: ['devs'], usage: 'client' });
+      const r = await renegotiateThenGet(s.d.clientPort, s.ca.cert, alice);
       assert.match(r.renegotiated, /^(refused|connection failed)/, `renegotiation: ${r.renegotiated}`);
       // Whatever the client sent after the refusal went nowhere, or went as alice.
-      for (const u of users) assert.equal(u, 'alice');
+      for (const h of s.seen) assert.equal(h['x-remote-user'], 'alice');
     });
   });
 }
