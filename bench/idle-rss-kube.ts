@@ -22,11 +22,12 @@ import { Agent, request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startControlPlane, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies } from '../test/kube/support/mvproxy';
-import { freePort, startProcess, waitFor, type Proc as KubeProc } from '../test/kube/support/processes';
+import { waitFor, type Proc as KubeProc } from '../test/kube/support/processes';
 import { jemalloc } from '../test/support/jemalloc';
 import { REST_MS } from '../src/lifecycle/memory';
 import { residentMiB, restCollectedLine } from './lib';
-import { BUILD_DIR, IMAGE_ENV, buildDist, strippedScript } from './targets';
+import { BUILD_DIR, IMAGE_ENV, buildDist } from './targets';
+import { startKubeFloor } from './kube-floor';
 
 const argv = process.argv.slice(2);
 const withFloors = argv.includes('--floors');
@@ -44,19 +45,6 @@ interface Measured {
   pid: number;
   url: string;
   log(): string;
-}
-
-/** The floor of `front` in front of apiserver `i` (bench/floor-proxy.ts), collected at rest as mvproxy is. */
-async function startFloor(plane: KubeControlPlane, i: number, front: 'uws' | 'node'): Promise<KubeProc & { url: string }> {
-  const pki = plane.pki;
-  const port = await freePort();
-  const args = [strippedScript('floor-proxy.ts'), String(port), plane.apiservers[i]!.url, front, '--client', 'plain', '--identity-from-cert',
-    '--tls-cert', pki.apiserverCert, '--tls-key', pki.apiserverKey, '--client-ca', pki.caFile,
-    '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey,
-    '--upstream-servername', 'kubernetes'];
-  const proc = startProcess(`floor-${front}-${i}`, process.execPath, args, plane.dir, { ...PROCESS_ENV, ...jemalloc() });
-  await waitFor(() => `floor ${i} listening`, async () => /"listening"/.test(proc.log()), 20_000, proc);
-  return Object.assign(proc, { url: `https://127.0.0.1:${port}` });
 }
 
 /** n GETs of the default namespace through `url`, 8 at once on keep-alive connections. */
@@ -87,15 +75,15 @@ async function main() {
     if (err) throw new Error(err);
   }
   const plane = await startControlPlane();
-  const floors: (KubeProc & { url: string })[] = [];
+  const floors: { proc: KubeProc; url: string }[] = [];
   try {
     // --v=2: the kube helpers wait for the merge by its log line; the collection logs at --v=1.
     const members = await startMvproxies(plane, { frontend, extraArgs: ['--discovery-refresh-interval=30s', '--v=2'], command: { entry: [entry], env: { ...PROCESS_ENV, ...jemalloc() } } });
     const t0 = Date.now();
-    if (withFloors) for (let i = 0; i < members.length; i++) floors.push(await startFloor(plane, i, frontend));
+    if (withFloors) for (let i = 0; i < members.length; i++) floors.push(await startKubeFloor(plane, plane.apiservers[i]!.url, frontend, `floor-${frontend}-${i}`, { ...PROCESS_ENV, ...jemalloc() }));
     const all: Measured[] = [
       ...members.map((m) => ({ name: m.proc.name, pid: m.proc.child.pid!, url: m.url, log: () => m.proc.log() })),
-      ...floors.map((f) => ({ name: f.name, pid: f.child.pid!, url: f.url, log: () => f.log() })),
+      ...floors.map((f) => ({ name: f.proc.name, pid: f.proc.child.pid!, url: f.url, log: () => f.proc.log() })),
     ];
     const read = () => all.map((m) => residentMiB(m.pid));
     await sleep(t0 + 8000 - Date.now());
@@ -106,15 +94,15 @@ async function main() {
     // (SIGUSR2), and everything is read.
     const collected = () => members.every((m) => restCollectedLine(m.proc.log()) !== null);
     await waitFor(() => 'every member collected at rest', async () => collected(), REST_WAIT_MS);
-    for (const f of floors) f.child.kill('SIGUSR2');
-    await waitFor(() => 'every floor collected', async () => floors.every((f) => /collectedAtRest/.test(f.log())), 10_000);
+    for (const f of floors) f.proc.child.kill('SIGUSR2');
+    await waitFor(() => 'every floor collected', async () => floors.every((f) => /collectedAtRest/.test(f.proc.log())), 10_000);
     await sleep(5000);
     const rest = read();
     all.forEach((m, i) => {
       const collectedLine = restCollectedLine(m.log()) ?? /collectedAtRest/.test(m.log());
       console.log(JSON.stringify({ process: m.name, startup: startup[i], served: served[i], atRest: { ...rest[i], collected: collectedLine } }));
     });
-    await Promise.all([...members.map((m) => m.stop()), ...floors.map((f) => f.stop(5000))]);
+    await Promise.all([...members.map((m) => m.stop()), ...floors.map((f) => f.proc.stop(5000))]);
     if (heapDir) {
       for (const m of all) {
         const file = join(heapDir, `heap-${m.pid}.json`);
@@ -123,7 +111,7 @@ async function main() {
       }
     }
   } finally {
-    await Promise.all(floors.map((f) => f.stop(0)));
+    await Promise.all(floors.map((f) => f.proc.stop(0)));
     await plane.stop();
   }
 }

@@ -38,7 +38,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, relative } from 'node:path';
 import { childPids, CLK_TCK, cpuSeconds, cpuTimes, round, sleep, startProc, which, type Proc } from './lib';
-import { BUILD_DIR, IMAGE_ENV, buildDist, ROOT, strippedScript } from './targets';
+import { BUILD_DIR, IMAGE_ENV, buildDist, ROOT } from './targets';
+import { startKubeFloor } from './kube-floor';
 import { startControlPlane, kubectlAs, NEW, BIN_DIR, type KubeControlPlane } from '../test/kube/support/control-plane';
 import { startMvproxies, type Member } from '../test/kube/support/mvproxy';
 import { freePort, startProcess, waitFor, type Proc as KubeProc } from '../test/kube/support/processes';
@@ -197,22 +198,6 @@ ${server(h1Port, false)}
   return { proc, port, h1Port };
 }
 
-/**
- * The floor of mvproxy's local route at this rate (bench/floor-proxy.ts, uWS or node:http2 + the plain client):
- * TLS to the client asking for its certificate (verified against the cluster CA), the certificate's
- * CN and O as X-Remote-User/-Group, TLS with the front-proxy client certificate and keep-alive to the
- * apiserver. The least code on mvproxy's runtime that does what nginx does here.
- */
-async function startRateFloor(plane: KubeControlPlane, apiPort: number, front: 'uws' | 'node'): Promise<{ proc: KubeProc; url: string }> {
-  const pki = plane.pki;
-  const port = await freePort();
-  const args = [strippedScript('floor-proxy.ts'), String(port), `https://127.0.0.1:${apiPort}`, front, '--client', 'plain', '--identity-from-cert',
-    '--tls-cert', pki.apiserverCert, '--tls-key', pki.apiserverKey, '--client-ca', pki.caFile,
-    '--upstream-ca', pki.caFile, '--upstream-cert', pki.proxyClientCert, '--upstream-key', pki.proxyClientKey, '--upstream-servername', 'kubernetes'];
-  const proc = startProcess('floor', process.execPath, args, plane.dir, { ...IMAGE_ENV });
-  await waitFor(() => `the floor listening on ${port}`, async () => /"listening"/.test(proc.log()), 20_000, proc);
-  return { proc, url: `https://127.0.0.1:${port}` };
-}
 
 // ---------------------------------------------------------------- the client
 
@@ -453,7 +438,7 @@ async function main(): Promise<void> {
       const master = n.proc.child.pid!;
       paths.push({ id, label: id === 'nginx' ? 'nginx, TLS both sides (h2 to the client)' : 'nginx, TLS both sides (HTTP/1.1 to the client)', url: `https://127.0.0.1:${id === 'nginx' ? n.port : n.h1Port}`, proxy: { name: id, pids: () => [master, ...childPids(master)], idle: 0 } });
     } else if (id === 'floor' || id === 'floor-node') {
-      const f = await startRateFloor(plane, api.port, id === 'floor' ? 'uws' : 'node');
+      const f = await startKubeFloor(plane, `https://127.0.0.1:${api.port}`, id === 'floor' ? 'uws' : 'node', 'floor', { ...IMAGE_ENV });
       cleanups.push(() => f.proc.stop(5000));
       const label = id === 'floor' ? 'floor: uWS + a plain HTTP/1.1 client, TLS both sides (bench/floor-proxy.ts)' : 'floor-node: node:http2 (h2 by ALPN) + a plain HTTP/1.1 client, TLS both sides (bench/floor-proxy.ts)';
       paths.push({ id, label, url: f.url, proxy: { name: id, pids: () => [f.proc.child.pid!], idle: 0 } });

@@ -137,10 +137,10 @@ type UpgradeHandler = (req: http.IncomingMessage, socket: Socket, head: Buffer) 
  */
 function clientUpgrade(c: CompletedConfig, p: Components): UpgradeHandler {
   const { config, localURL, localTLS, identityRules } = c;
-  const { handler, lifecycle, certificateUsers, tunnels, log } = p;
+  const { handler, lifecycle, tunnels, log } = p;
   return (req, socket, head) => {
     // The user its TLS handshake verified (listen-node.ts handshakeUser), never the certificate of the moment.
-    const user = certificateUsers ? handshakeUser(req.socket as TLSSocket) : null;
+    const user = handshakeUser(req.socket as TLSSocket);
     const incoming = lowercasedHeaders(req.rawHeaders);
     const refused = certificateRefusal(user, incoming);
     if (refused !== undefined) return answerStatus(socket, ErrorCode.MVP_ERR_CERTIFICATE_USER, refused);

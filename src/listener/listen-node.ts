@@ -50,8 +50,7 @@ export function listenNode(o: NodeListenerOptions): Promise<NodeRunningListener>
   const users = clientCA ? (o.tls?.certificateUsers ?? new CertificateUsers({ uidHeader: false }, clientCA)) : null;
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (behindRefusal(req)) return;
-    const user = users === null ? null : handshakeUser(connectionSocket(req));
-    dispatch(req, new NodeExchange(req, res, state, user), o.onRequest);
+    dispatch(req, new NodeExchange(req, res, state, handshakeUser(connectionSocket(req))), o.onRequest);
   };
   const server = o.tls
     ? (http2.createSecureServer(
@@ -241,9 +240,9 @@ function answerExpectations(server: http.Server, handler: (req: http.IncomingMes
   server.on('checkExpectation', handler);
 }
 
-/** What the connection's client certificate makes of a request if node:tls verified it (api/identity.ts), else null. */
+/** At the handshake: what the connection's client certificate makes of a request if node:tls verified it (api/identity.ts), else null. */
 function socketUser(sock: TLSSocket, users: CertificateUsers): CertificateUser {
-  if (!sock.authorized || sock.authorizationError) return null;
+  if (!sock.authorized) return null;
   const cert = sock.getPeerCertificate();
   return cert?.raw ? users.ofDER(cert.raw, cert.fingerprint256) : null;
 }
