@@ -10,6 +10,7 @@ import { certificateRefusal, isRefusal, type CertificateUser, type Identity } fr
 import { ErrorCode } from '../api/errors';
 import { headerListSize } from '../api/headers';
 import { HeadCheck, contentLengthValue, expectationRefusal, type Refusal } from './head-check';
+import { nodeRemoteAddress } from './remote-address';
 
 /**
  * How long a connection closed with its request body unread stays half-open after the response
@@ -219,7 +220,7 @@ export class NodeExchange implements Exchange {
     if (expect !== undefined && this.refusal === undefined && hasBody) continueOnFirstRead(req, res);
     this.headers = headers;
     this.peerProxied = peerProxied;
-    this.remoteAddress = req.socket.remoteAddress ?? '';
+    this.remoteAddress = nodeRemoteAddress(req.socket.remoteAddress);
     this.body = hasBody ? req : null;
     this.res = new NodeResponse(res, req, hasBody, state);
     if (this.refusal !== undefined) {

@@ -22,6 +22,7 @@ import { ErrorCode, errorResponse, type AnsweredCode } from '../api/errors';
 import { certificateRefusal, isRefusal, type CertificateUser, type Identity } from '../api/identity';
 import type { ListenerState } from './exchange';
 import { HeadCheck, isOriginForm } from './head-check';
+import { uwsRemoteAddress } from './remote-address';
 
 /** Per-connection buffering that pauses the other side (bytes). */
 export const HIGH_WATER = 1024 * 1024;
@@ -183,7 +184,7 @@ function upgradeOne(holder: WebSocketRouteHolder, res: HttpResponse, req: HttpRe
     method,
     url,
     headers,
-    remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+    remoteAddress: uwsRemoteAddress(res),
     identity: user === null || isRefusal(user) ? undefined : user,
   };
   let aborted = false;

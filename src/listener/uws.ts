@@ -38,6 +38,7 @@ import { HeadCheck, contentLengthValue, expectationRefusal, identityLengthsProbl
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
 import { peerCertificateProblem } from './peer-auth';
+import { uwsRemoteAddress } from './remote-address';
 
 type UWS = typeof import('uwebsockets');
 
@@ -479,7 +480,7 @@ class UwsExchange implements Exchange {
     });
     // This build serves HTTP/1.1 only (505 to anything else): a Host field is required.
     this.refusal = check.verdict(true) ?? identityCheck?.(headers) ?? (expect === undefined ? undefined : expectationRefusal(expect));
-    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+    this.remoteAddress = uwsRemoteAddress(res);
     // uSockets with ca_file_name verifies a certificate the client sends (SSL_VERIFY_PEER: one that
     // does not verify fails the handshake) and lets clients without one through (bearer tokens).
     if (users !== null) {
@@ -670,7 +671,7 @@ function routeAll(app: TemplatedApp, holder: CallbackHolder): void {
     if (holder.certificateUsers !== null) {
       const der = oversizedCertificate(resCertificate(res));
       if (der > 0) {
-        holder.onOversizedCertificate?.(der, Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
+        holder.onOversizedCertificate?.(der, uwsRemoteAddress(res));
         res.close();
         return;
       }

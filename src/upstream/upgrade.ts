@@ -30,6 +30,7 @@ import { checkServerIdentity, type TLSFiles } from './tls-files';
 import type { Logger } from '../telemetry/log';
 import { answerStatus, closeAfterAnswer } from '../listener/answer';
 import { HeadCheck, isOriginForm, type Refusal } from '../listener/head-check';
+import { nodeRemoteAddress } from '../listener/remote-address';
 
 /** Open tunnels of one daemon, so its shutdown can cut them (an exec session never ends by itself). */
 export class Tunnels {
@@ -119,7 +120,7 @@ export function tunnelUpgrade(req: http.IncomingMessage, client: Duplex, clientH
   const incoming = o.incoming ?? lowercasedHeaders(req.rawHeaders);
   let headers: string[];
   try {
-    headers = forwardRequestHeaders(req.method ?? '', req.url ?? '', incoming, { remoteAddress: req.socket.remoteAddress ?? '', peerHop: o.peerHop ?? false, upgrade: true, identity: o.identity, identityRules: o.identityRules, trustIdentityHeaders: o.trustIdentityHeaders });
+    headers = forwardRequestHeaders(req.method ?? '', req.url ?? '', incoming, { remoteAddress: nodeRemoteAddress(req.socket.remoteAddress), peerHop: o.peerHop ?? false, upgrade: true, identity: o.identity, identityRules: o.identityRules, trustIdentityHeaders: o.trustIdentityHeaders });
   } catch (e) {
     if (!(e instanceof UnsafeFieldError)) throw e;
     o.metrics.upstreamWritesRefused.inc({ part: e.part });
