@@ -21,7 +21,7 @@ import { Pool } from 'undici';
 import { ACCEPT_DISCOVERY_JSON, ACCEPT_DISCOVERY_PB, ACCEPT_JSON, PATHS } from './payloads';
 import { childrenCpuSeconds, cpuBusy, cpuSeconds, cpuTimes, median, memory, repin, round, sleep, startProc, TASKSET, type Proc } from './lib';
 import { runLoad, toolAvailable, WRK, wrkVersion, type Tool } from './load';
-import { buildDist, makePKI, startBackend, startFloorPeer, startFloorProxy, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type PKIFiles, type Pinning, type Runtime } from './targets';
+import { buildDist, buildRef, makePKI, startBackend, startFloorPeer, startFloorProxy, startGoProxy, startHaproxy, startMvproxy, startNginx, type AnchorResult, type Backend, type Mvproxy, type PKIFiles, type Pinning, type Runtime } from './targets';
 import { checks, markdown, summarize, summarizeWatches, svgChart, updateReadme } from './report';
 import type { BenchResult, OpenWatches, RunRecord, ScenarioInfo, TargetInfo, WatchRecord } from './model';
 import { printProfile, summarizeProfile } from './profile';
@@ -62,6 +62,11 @@ const OPEN_HOLD = num('--open-hold-ms', QUICK ? 1500 : 5000);
 const ANCHORS = !has('--no-anchors') && !SMOKE;
 const ONLY = (str('--only') ?? (SMOKE ? 'uws/get' : '')).split(',').map((s) => s.trim()).filter(Boolean);
 const PROFILE_SECONDS = num('--profile-seconds', 10);
+/**
+ * A git commit to measure beside this checkout in the same run (before and after, side by side):
+ * its build serves the `uws-before/*` and `node-before/*` scenarios (bench/targets.ts buildRef).
+ */
+const BEFORE = str('--before');
 /** Extra node flags for every mvproxy process, e.g. "--max-semi-space-size=4" (experiments without touching src/). */
 const PROXY_NODE_FLAGS = (str('--proxy-node-flags') ?? '').split(' ').filter(Boolean);
 const MODE: BenchResult['mode'] = SMOKE ? 'smoke' : ONLY.length || PROFILE || has('--duration') ? 'custom' : QUICK ? 'quick' : 'full';
@@ -119,6 +124,14 @@ const ALL: ScenarioInfo[] = [
   S('nginx/apis-static', 'nginx, same JSON as a static file', 'discovery', '/static/apis', ACCEPT_DISCOVERY_JSON),
 ];
 
+// The same scenarios on the --before build.
+if (BEFORE !== undefined) {
+  for (const sc of ALL.filter((x) => x.target === 'uws' || x.target === 'node')) {
+    const [t, what] = sc.id.split('/');
+    ALL.push({ ...sc, id: `${t}-before/${what}`, label: `${sc.label}, at ${BEFORE}`, target: `${t}-before` });
+  }
+}
+
 const WATCH_TARGETS: { id: string; label: string; target: string }[] = [
   { id: 'direct/watch', label: 'direct (backend, no proxy)', target: 'direct' },
   { id: 'uws/watch', label: 'mvproxy, uWS front end', target: 'uws' },
@@ -172,11 +185,12 @@ async function setup(): Promise<void> {
   const needA = need.has('uws') || need.has('peer');
   const needC = need.has('node');
   const needTLS = need.has('uws-tls') || need.has('node-tls') || need.has('uws-v4');
+  const needBefore = need.has('uws-before') || need.has('node-before');
   const needB = need.has('peer') || (need.has('uws') && !SMOKE) || needC;
   tmp = mkdtempSync(join(os.tmpdir(), 'mvproxy-bench-'));
 
   let runtime = RUNTIME;
-  if ((needA || needC || needTLS) && runtime === 'dist') {
+  if ((needA || needC || needTLS || needBefore) && runtime === 'dist') {
     const t0 = performance.now();
     const err = buildDist();
     if (err) {
@@ -195,8 +209,8 @@ async function setup(): Promise<void> {
 
   const profFlags = (name: string) => (PROFILE ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`] : []);
   const profiled = (t: string) => PROFILE !== undefined && (PROFILE.startsWith(t + '/') || (t === 'uws' && PROFILE.startsWith('peer/')) || (t === 'b' && PROFILE.startsWith('peer/')));
-  if (needA || needC || needTLS) {
-    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c', 'd', 'e', 'f']);
+  if (needA || needC || needTLS || needBefore) {
+    const pki = await makePKI(join(tmp, 'pki'), ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
     let B: Mvproxy | undefined;
     if (needB) {
       B = await startMvproxy({ name: 'b', frontend: 'uws', localPort: be.portB, peers: {}, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('b') ? profFlags('mvproxy-b') : [])] });
@@ -248,6 +262,19 @@ async function setup(): Promise<void> {
       targets.set('uws-v4', { name: 'uws-v4', port: M.clientPort, pids: () => [M.proc.pid] });
       targetInfo.push({ name: 'mvproxy F (uWS front end, --v=4)', idleRssMB: MB(memory(M.proc.pid).rss) });
       log(`mvproxy F (uws, --v=4): pid ${M.proc.pid}, client :${M.clientPort}`);
+    }
+    for (const [t, name, frontend] of [['uws-before', 'g', 'uws'], ['node-before', 'h', 'node']] as const) {
+      if (!need.has(t)) continue;
+      const built = buildRef(BEFORE!);
+      if ('error' in built) {
+        notes.push(`--before ${BEFORE}: ${built.error}`);
+        continue;
+      }
+      const M = await startMvproxy({ name, frontend, localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, main: built.main, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled(t) ? profFlags(`mvproxy-${name}`) : [])] });
+      procs.push(M.proc);
+      targets.set(t, { name: t, port: M.clientPort, pids: () => [M.proc.pid] });
+      targetInfo.push({ name: `mvproxy ${name.toUpperCase()} (${frontend} front end, at ${built.commit})`, version: built.commit, idleRssMB: MB(memory(M.proc.pid).rss) });
+      log(`mvproxy ${name.toUpperCase()} (${frontend}, at ${built.commit}): pid ${M.proc.pid}, client :${M.clientPort}`);
     }
     if (needC) {
       const C = await startMvproxy({ name: 'c', frontend: 'node', localPort: be.portA, peers, pki, runtime, cpus: PINNING.server, nodeFlags: [...PROXY_NODE_FLAGS, ...(profiled('node') ? profFlags('mvproxy-c') : [])] });

@@ -3,7 +3,7 @@
 // httputil.ReverseProxy), each configured to proxy to the same backend listener.
 
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { createClusterPKI } from '../src/pki/bundle';
@@ -83,6 +83,32 @@ export function buildDist(): string | undefined {
   return undefined;
 }
 
+/**
+ * Compiles src/ as it was at a git commit (`git archive` of src/ and the tsconfigs) to
+ * bench/.before/<commit>/, beside bench/.build at the same depth so its imports resolve to this
+ * checkout's node_modules: the "before" of a before-and-after measured in one run (run.ts --before).
+ * Returns its main.js, or the reason it cannot.
+ */
+export function buildRef(ref: string): { main: string; commit: string } | { error: string } {
+  const rev = spawnSync('git', ['rev-parse', '--short', `${ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' });
+  if (rev.status !== 0) return { error: `git rev-parse ${ref}: ${rev.stderr.trim()}` };
+  const commit = rev.stdout.trim();
+  const out = join(__dirname, '.before', commit);
+  const main = join(out, 'src', 'main.js');
+  if (existsSync(main)) return { main, commit };
+  const srcDir = join(__dirname, '.before', `${commit}-src`);
+  rmSync(srcDir, { recursive: true, force: true });
+  mkdirSync(srcDir, { recursive: true });
+  const files = ['src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
+  const tar = spawnSync('bash', ['-c', `git archive ${commit} ${files.join(' ')} | tar -x -C "${srcDir}"`], { cwd: ROOT, encoding: 'utf8' });
+  if (tar.status !== 0) return { error: `git archive ${commit}: ${tar.stderr.trim()}` };
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', join(srcDir, 'tsconfig.build.json'), '--outDir', out, '--noCheck', '--sourceMap', 'false'], { cwd: srcDir, encoding: 'utf8', timeout: 120_000 });
+  rmSync(srcDir, { recursive: true, force: true });
+  if (r.status !== 0 || !existsSync(main)) return { error: `tsc of ${commit} failed (${r.status ?? r.signal}): ${(r.stdout + r.stderr).slice(0, 500)}` };
+  return { main, commit };
+}
+
 export interface PKIFiles {
   clusterCA: string;
   frontProxyCA: string;
@@ -111,6 +137,8 @@ export interface MvproxySpec {
   nodeFlags?: string[];
   /** Serve clients over TLS with the node's serving certificate (the node front end then offers h2). */
   clientTLS?: boolean;
+  /** Another build's main.js (buildRef) in place of this checkout's. */
+  main?: string;
 }
 
 export interface Mvproxy {
@@ -150,7 +178,7 @@ export async function startMvproxy(s: MvproxySpec): Promise<Mvproxy> {
     ...(s.clientTLS ? [`--tls-cert-file=${certs.servingCert}`, `--tls-private-key-file=${certs.servingKey}`] : []),
     ...(s.extraFlags ?? []),
   ];
-  const entry = s.runtime === 'dist' ? [join(BUILD_DIR, 'src', 'main.js')] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  const entry = s.main !== undefined ? [s.main] : s.runtime === 'dist' ? [join(BUILD_DIR, 'src', 'main.js')] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   const env = { ...process.env, ...IMAGE_ENV };
   const proc = startProc(`mvproxy-${s.name}`, process.execPath, [...(s.nodeFlags ?? []), ...entry, ...flags], { cpus: s.cpus, cwd: ROOT, env });
   try {
