@@ -6,6 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { ERRORS } from './errors';
 import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION, rawSubject } from './x509-name';
+import { goCertificate, GoRefusal, issuerProblem } from './x509-go';
 
 /** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
 export interface Identity {
@@ -146,6 +147,8 @@ export class CertificateUsers {
   private readonly cache = new Map<string, CertificateUser>();
   private caSubjects = new Set<string>();
   private cas: X509Certificate[] = [];
+  /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
+  private issuers = new Map<string, { ca: X509Certificate; problem: string | undefined }[]>();
   static readonly CACHE_MAX = 1024;
 
   constructor(private readonly o: CertificateUserOptions, clientCA?: Buffer | string) {
@@ -163,15 +166,20 @@ export class CertificateUsers {
       }
     }
     const subjects = new Set<string>();
+    const issuers = new Map<string, { ca: X509Certificate; problem: string | undefined }[]>();
     for (const ca of cas) {
       try {
-        subjects.add(rawSubject(ca.raw).toString('latin1'));
+        const subject = rawSubject(ca.raw).toString('latin1');
+        subjects.add(subject);
+        const problem = issuerProblem(goCertificate(ca.raw, false));
+        issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem }]);
       } catch {
-        // A CA Go cannot parse signs nothing kube-apiserver accepts: its leaves fail the check below.
+        // A CA Go cannot parse signs nothing kube-apiserver accepts: its leaves fail the checks below.
       }
     }
     this.cas = cas;
     this.caSubjects = subjects;
+    this.issuers = issuers;
     this.cache.clear();
   }
 
@@ -207,12 +215,28 @@ export class CertificateUsers {
     // Go finds a certificate's CA by the exact bytes of its issuer name (CertPool byName);
     // OpenSSL compares names canonically (case and space folded, string types unified). A leaf whose
     // issuer is spelled differently from its CA's subject verifies here and is "signed by unknown
-    // authority" to kube-apiserver: refused. A leaf signed by an intermediate the client sent is
-    // not checked (uWS shows only the leaf; README Security says so).
+    // authority" to kube-apiserver: refused.
     const issuer = certificateNames(x.raw).rawIssuer.toString('latin1');
-    if (!this.caSubjects.has(issuer) && this.cas.some((ca) => x.checkIssued(ca))) {
-      return refuse("the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA", true);
+    if (!this.caSubjects.has(issuer)) {
+      if (this.cas.some((ca) => x.checkIssued(ca))) return refuse("the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA", true);
+      // Signed by an intermediate the client sent: Go checks every certificate of that chain by its
+      // own rules (keys, signature algorithms, extensions, policies), which OpenSSL and BoringSSL do
+      // not share (an RSA-512 or SHA-1-signed intermediate verified on uWS: helper 22), and uWS
+      // shows mvproxy only the leaf. Put the intermediate in --client-ca-file to use such leaves.
+      return refuse('the certificate was issued by an intermediate the client sent, not by a certificate of --client-ca-file; mvproxy asserts only users its client CAs signed directly (add the intermediate to --client-ca-file)');
     }
+    // The rest of what kube-apiserver (Go) checks before it believes the names: the whole
+    // certificate as Go parses it, the key crypto/tls takes, the signature algorithm Verify takes
+    // (x509-go.ts), and a CA of that exact name that signed it and may sign.
+    try {
+      goCertificate(x.raw, true);
+    } catch (e) {
+      if (e instanceof GoRefusal || e instanceof GoX509Error) return refuse(`kube-apiserver (Go) refuses this certificate: ${e.message}`);
+      throw e;
+    }
+    const signers = (this.issuers.get(issuer) ?? []).filter(({ ca }) => x.verify(ca.publicKey));
+    if (signers.length === 0) return refuse('no certificate of --client-ca-file with its issuer name signed it');
+    if (signers.every((s) => s.problem !== undefined)) return refuse(`kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}`);
     return u;
   }
 }

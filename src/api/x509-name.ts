@@ -46,7 +46,7 @@ const VERSION_TAG = 0xa0; // [0] EXPLICIT, constructed
 const fatalUTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A DER element: its tag and where its header and contents are. */
-interface Element {
+export interface Element {
   tag: number;
   start: number;
   contentStart: number;
@@ -57,7 +57,7 @@ interface Element {
  * cryptobyte's readASN1: a low-tag-number identifier and a DER length (short form under 128, long
  * form of 1 to 4 minimal octets), within [pos, limit). null where cryptobyte returns false.
  */
-function element(b: Buffer, pos: number, limit: number): Element | null {
+export function element(b: Buffer, pos: number, limit: number): Element | null {
   if (limit - pos < 2) return null;
   const tag = b[pos]!;
   const lenByte = b[pos + 1]!;
@@ -80,14 +80,14 @@ function element(b: Buffer, pos: number, limit: number): Element | null {
   return { tag, start: pos, contentStart: pos + header, end: pos + header + length };
 }
 
-function expect(b: Buffer, pos: number, limit: number, tag: number, what: string): Element {
+export function expect(b: Buffer, pos: number, limit: number, tag: number, what: string): Element {
   const e = element(b, pos, limit);
   if (e === null || e.tag !== tag) throw new GoX509Error(what);
   return e;
 }
 
 /** cryptobyte checkASN1Integer: non-empty and minimally encoded. */
-function validInteger(b: Buffer, e: Element): boolean {
+export function validInteger(b: Buffer, e: Element): boolean {
   const n = e.end - e.contentStart;
   if (n === 0) return false;
   if (n === 1) return true;
@@ -113,7 +113,7 @@ function base128(b: Buffer, pos: number, end: number): [number, number] | null {
 }
 
 /** cryptobyte ReadASN1ObjectIdentifier, as dotted text. */
-function objectIdentifier(b: Buffer, e: Element): string | null {
+export function objectIdentifier(b: Buffer, e: Element): string | null {
   if (e.end === e.contentStart) return null;
   const first = base128(b, e.contentStart, e.end);
   if (first === null) return null;

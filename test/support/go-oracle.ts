@@ -26,12 +26,17 @@ export function oracleUnavailable(): string | undefined {
 
 /** The oracle binary, built when missing or its sources changed (~1 s warm, ~20 s with a cold Go cache). */
 export function buildOracle(): string {
-  const bin = join(OUT, 'oracle');
-  const stamp = createHash('sha256').update(readFileSync(join(SRC, 'main.go'))).update(readFileSync(join(SRC, 'go.mod'))).digest('hex').slice(0, 16);
+  return buildGoProgram(SRC, 'oracle');
+}
+
+/** A Go program of the test tree (its dir holds main.go and go.mod) built into .cache/oracle/<name> when missing or changed. */
+export function buildGoProgram(src: string, name: string): string {
+  const bin = join(OUT, name);
+  const stamp = createHash('sha256').update(readFileSync(join(src, 'main.go'))).update(readFileSync(join(src, 'go.mod'))).digest('hex').slice(0, 16);
   const stampFile = bin + '.stamp';
   if (existsSync(bin) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return bin;
   mkdirSync(OUT, { recursive: true });
-  execFileSync('go', ['build', '-trimpath', '-o', bin + '.tmp', '.'], { cwd: SRC, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' } });
+  execFileSync('go', ['build', '-trimpath', '-o', bin + '.tmp', '.'], { cwd: src, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' } });
   renameSync(bin + '.tmp', bin);
   writeFileSync(stampFile, stamp);
   return bin;

@@ -1,0 +1,3 @@
+module mvproxy-x509-oracle
+
+go 1.26
