@@ -17,9 +17,8 @@ import { ListenerState, MAX_HEADER_BYTES, MAX_HEADER_FIELDS, type Exchange, type
 import { NodeExchange, behindRefusal, isHTTP2 } from './node-http';
 import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
-import { goCommonName } from '../api/x509-name';
 import { answerStatus, closeAfterAnswer } from './answer';
-import { peerCertificateProblem } from './peer-auth';
+import { peerCertificateProblem, peerDERProblem } from './peer-auth';
 import type { ConnectionCount } from '../telemetry/connections';
 
 export interface NodeListenerOptions {
@@ -272,13 +271,7 @@ function connectionSocket(req: http.IncomingMessage): TLSSocket {
 
 function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {
   if (!sock.authorized) return peerCertificateProblem(false, String(sock.authorizationError), undefined, allowed);
-  let cn: string;
-  try {
-    cn = goCommonName(sock.getPeerCertificate().raw); // the CN Go reads: the last one
-  } catch (e) {
-    return `client certificate unreadable: ${(e as Error).message}`;
-  }
-  return peerCertificateProblem(true, '', cn, allowed);
+  return peerDERProblem(sock.getPeerCertificate().raw, allowed);
 }
 
 export interface NodeRunningListener extends RunningListener {

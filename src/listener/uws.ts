@@ -30,14 +30,13 @@ import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
 import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ResponseHead, type RunningListener } from './exchange';
 import { CertificateUsers, certificateRefusal, isRefusal, type Identity } from '../api/identity';
-import { goCommonName } from '../api/x509-name';
 import { listHasToken } from '../api/headers';
 import { X509Certificate } from 'node:crypto';
 import { codedError, ErrorCode } from '../api/errors';
 import { HeadCheck, contentLengthValue, expectationRefusal, identityLengthsProblem, type Refusal } from './head-check';
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
-import { peerCertificateProblem } from './peer-auth';
+import { peerCertificateProblem, peerDERProblem } from './peer-auth';
 import { uwsRemoteAddress } from './remote-address';
 
 type UWS = typeof import('uwebsockets');
@@ -857,7 +856,7 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
     let why = verdicts.get(pem);
     if (why === undefined) {
       try {
-        why = peerCertificateProblem(true, '', goCommonName(new X509Certificate(pem).raw), allowed);
+        why = peerDERProblem(new X509Certificate(pem).raw, allowed);
       } catch (e) {
         why = `client certificate unreadable: ${(e as Error).message}`;
       }

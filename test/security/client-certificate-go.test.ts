@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CertificateUsers, isRefusal } from '../../src/api/identity';
+import { peerDERProblem } from '../../src/listener/peer-auth';
 import { createCA } from '../../src/pki/throwaway';
 import { buildGoProgram, oracleUnavailable } from '../support/go-oracle';
 import { pem, rootIssuer } from '../support/cert-cases/builder';
@@ -102,5 +103,15 @@ describe('client certificates: mvproxy asserts no user Go would refuse', { skip:
   test('a leaf issued by an intermediate the client sends is refused with the reason, whatever Go makes of the chain', () => {
     const u = mvproxy(built.get('ctl-ecint')!.leaf);
     assert.match(u, /^refused: .*issued by an intermediate the client sent/);
+  });
+
+  test("a peer's certificate Go refuses may not use the peer listener (kube-apiserver's requestheader authenticator would refuse it)", () => {
+    const der = (id: string) => new X509Certificate(built.get(id)!.leaf).raw;
+    assert.equal(peerDERProblem(der('ctl-root'), new Set()), null);
+    assert.equal(peerDERProblem(der('ctl-root'), new Set(['a3-ctl-root'])), null);
+    for (const id of ['sig-ecdsa-sha1', 'key-rsa1016', 'key-rsa-e1', 'key-secp256k1', 'ext-dup-unknown', 'ext-san-ip5', 'crit-unknown', 'eku-server']) {
+      assert.doesNotMatch(go.get(id) ?? '', /^USER /, `${id}: Go`);
+      assert.match(peerDERProblem(der(id), new Set()) ?? '', /refused as kube-apiserver \(Go\) refuses it/, id);
+    }
   });
 });
