@@ -147,11 +147,13 @@ function checkClientKey(der: Buffer, spki: Element): void {
   if (alg === null) refuse('x509: malformed OID');
   const data = bitString(der, key!);
   if (data === null) refuse('x509: malformed subjectPublicKey');
+  // Go reads the key from the BIT STRING right-aligned: with padding bits, other bytes than these.
+  // No key of a kind taken here has them; such a key is refused rather than shifted.
+  if (der[key!.contentStart] !== 0) refuse('x509: a public key BIT STRING with padding bits');
   const keyBytes = data!;
   switch (alg) {
     case OID_RSA: {
       if (params === undefined || params.tag !== NULL || params.end !== params.contentStart) refuse('x509: RSA key missing NULL parameters');
-      if ((der[key!.contentStart] ?? 0) !== 0) refuse('x509: invalid RSA public key'); // RightAlign of a padded key: never a valid SEQUENCE here
       const seq = element(keyBytes, 0, keyBytes.length);
       if (seq === null || seq.tag !== SEQUENCE) refuse('x509: invalid RSA public key');
       const n = element(keyBytes, seq!.contentStart, seq!.end);
@@ -346,16 +348,18 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
       }
       case 19: {
         if (top === null || top.tag !== SEQUENCE) refuse('x509: invalid basic constraints');
+        // cryptobyte's PeekASN1Tag looks at the tag byte alone: a BOOLEAN or INTEGER tag must then read.
         let p = top!.contentStart;
-        let next = element(value, p, top!.end);
-        if (next !== null && next.tag === BOOLEAN) {
-          if (!validBoolean(value, next)) refuse('x509: invalid basic constraints');
-          facts.isCA = value[next.contentStart] === 0xff;
-          p = next.end;
-          next = element(value, p, top!.end);
+        if (p < top!.end && value[p] === BOOLEAN) {
+          const b = element(value, p, top!.end);
+          if (b === null || !validBoolean(value, b)) refuse('x509: invalid basic constraints');
+          facts.isCA = value[b!.contentStart] === 0xff;
+          p = b!.end;
         }
-        if (next !== null && next.tag === INTEGER) {
-          if (!validInteger(value, next) || integerValue(value, next) < 0n || next.end - next.contentStart > 8) refuse('x509: invalid basic constraints'); // a uint ≤ MaxInt64
+        if (p < top!.end && value[p] === INTEGER) {
+          const n = element(value, p, top!.end);
+          // into a Go uint no larger than MaxInt: minimal, non-negative, at most 8 octets
+          if (n === null || !validInteger(value, n) || integerValue(value, n) < 0n || n.end - n.contentStart > 8) refuse('x509: invalid basic constraints');
         }
         facts.basicConstraintsValid = true;
         return true;
@@ -371,9 +375,10 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
         if (top === null || top.tag !== SEQUENCE) refuse('x509: invalid CRL distribution points');
         for (const dp of children(value, top!, 'x509: invalid CRL distribution point')) {
           if (dp.tag !== SEQUENCE) refuse('x509: invalid CRL distribution point');
+          if (dp.contentStart === dp.end || value[dp.contentStart] !== 0xa0) continue; // no distributionPoint
           const name = element(value, dp.contentStart, dp.end);
-          if (name === null || name.tag !== 0xa0) continue;
-          const full = element(value, name.contentStart, name.end);
+          if (name === null) refuse('x509: invalid CRL distribution point');
+          const full = element(value, name!.contentStart, name!.end);
           if (full === null || full.tag !== 0xa0) refuse('x509: invalid CRL distribution point');
           for (let q = full!.contentStart; q < full!.end; ) {
             const u = element(value, q, full!.end);
