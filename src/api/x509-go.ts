@@ -275,13 +275,25 @@ function domainNameValid(s: string): boolean {
 }
 
 /**
- * A URI SAN Go's url.Parse surely accepts, with a host domainNameValid takes: scheme ":" then an
- * optional "//" authority, and only unreserved, sub-delim, ":@/?#" and well-formed %XX after it.
- * Go's URL parser has more corners than this; a URI outside this shape is refused, never guessed.
+ * A URI SAN Go's url.Parse surely accepts, with the host domainNameValid takes there: a scheme, then
+ * for "//" an authority that ends, as url.Parse ends it, at the first "/", "?" or "#", with no user
+ * part, no escape and a port of digits only; then visible ASCII with well-formed %XX and one "#".
+ * Go's URL parser has more corners than this (a regex that let the authority run on took
+ * "http://h:80:90/" and "a://u@h./", which Go refuses: helper 23); a URI outside this shape is
+ * refused, never guessed.
  */
 function uriAccepted(s: string): boolean {
-  const m = /^[A-Za-z][A-Za-z0-9+.-]*:(?:\/\/([A-Za-z0-9._~!$&'()*+,;=-]*)(?::\d*)?)?((?:[A-Za-z0-9._~!$&'()*+,;=:@/?#-]|%[0-9A-Fa-f]{2})*)$/.exec(s);
-  return m !== null && domainNameValid(m[1] ?? '') && (s.match(/#/g)?.length ?? 0) <= 1;
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(s);
+  if (scheme === null) return false;
+  let rest = s.slice(scheme[0].length);
+  if (rest.startsWith('//')) {
+    const end = rest.slice(2).search(/[/?#]/);
+    const authority = end === -1 ? rest.slice(2) : rest.slice(2, 2 + end);
+    rest = end === -1 ? '' : rest.slice(2 + end);
+    const a = /^([A-Za-z0-9._~!$&'()*+,;=-]*)(?::\d*)?$/.exec(authority);
+    if (a === null || !domainNameValid(a[1]!)) return false;
+  }
+  return /^(?:[A-Za-z0-9._~!$&'()*+,;=:@/?#-]|%[0-9A-Fa-f]{2})*$/.test(rest) && (rest.match(/#/g)?.length ?? 0) <= 1;
 }
 
 /** forEachSAN + parseSANExtension: true when a name Go records was read (else a critical SAN is unhandled). */

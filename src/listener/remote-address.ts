@@ -85,9 +85,13 @@ export function uwsRemoteAddress(res: { getRemoteAddress(): ArrayBuffer }): stri
 /**
  * The client's address of a node:net socket, as text: node spells a v4 client of a dual-stack
  * listener "::ffff:127.0.0.1" where Go (and uwsRemoteAddress) give "127.0.0.1"; the rest of node's
- * spelling (inet_ntop, RFC 5952) is Go's already.
+ * spelling (inet_ntop, RFC 5952) is Go's already, but for a zone, dropped.
  */
 export function nodeRemoteAddress(address: string | undefined): string {
   if (address === undefined) return '';
-  return address.startsWith('::ffff:') && address.includes('.', 7) ? address.slice(7) : address;
+  // A link-local client's zone ("fe80::1%eth0"): Go's IP text has none, and an interface name may
+  // hold "," (another X-Forwarded-For entry).
+  const zone = address.indexOf('%');
+  const ip = zone === -1 ? address : address.slice(0, zone);
+  return ip.startsWith('::ffff:') && ip.includes('.', 7) ? ip.slice(7) : ip;
 }

@@ -46,4 +46,5 @@ test("node's spelling of a v4 client of a dual-stack listener becomes Go's", () 
   assert.equal(nodeRemoteAddress('::ffff:7f00:1'), '::ffff:7f00:1'); // not node's v4-mapped spelling: as given
   assert.equal(nodeRemoteAddress('10.1.2.3'), '10.1.2.3');
   assert.equal(nodeRemoteAddress(undefined), '');
+  assert.equal(nodeRemoteAddress('fe80::1%eth0,10.0.0.1'), 'fe80::1'); // a zone (an interface name may hold a comma): dropped
 });

@@ -65,6 +65,13 @@ export const CASES: Case[] = [
   { id: 'ext-dup-unknown', what: 'two identical unknown non-critical extensions', build: (r) => leaf('ext-dup-unknown', r, { extensions: [...LEAF_EXTS, ext('1.2.3.4.5', false, NULL), ext('1.2.3.4.5', false, NULL)] }) },
   { id: 'ext-dup-eku', what: 'two EKU extensions (clientAuth, then serverAuth)', build: (r) => leaf('ext-dup-eku', r, { extensions: [BC_LEAF, KU_DIGSIG, EKU_CLIENT, eku(SERVER_AUTH)] }) },
   { id: 'ext-san-uri', what: 'SAN URI "http://%zz" (Go: cannot parse URI)', build: (r) => leaf('ext-san-uri', r, { extensions: [...LEAF_EXTS, san(false, tlv(0x86, Buffer.from('http://%zz')))] }) },
+  // Attack round 23: URIs whose authority mvproxy's first check let run on (url.Parse refuses each).
+  ...([['uri-two-ports', 'http://example.com:80:90/'], ['uri-signed-port', 'a://h:+80'], ['uri-escape-in-host', 'http://ex%41mple.com/'], ['uri-user-dot-host', 'a://u@h./']] as const).map(([id, uri]) => ({
+    id: `ext-${id}`,
+    what: `SAN URI ${JSON.stringify(uri)} (Go: cannot parse URI)`,
+    build: (r: Issuer) => leaf(`ext-${id}`, r, { extensions: [...LEAF_EXTS, san(false, tlv(0x86, Buffer.from(uri)))] }),
+  })),
+  { id: 'ext-san-uri-spiffe', what: 'SAN URI spiffe://cluster.local/ns/a/sa/b (Go accepts it)', build: (r) => leaf('ext-san-uri-spiffe', r, { extensions: [...LEAF_EXTS, san(false, tlv(0x86, Buffer.from('spiffe://cluster.local/ns/a/sa/b')))] }) },
   { id: 'ext-san-ip5', what: 'SAN iPAddress of 5 bytes', build: (r) => leaf('ext-san-ip5', r, { extensions: [...LEAF_EXTS, san(false, tlv(0x87, Buffer.from([1, 2, 3, 4, 5])))] }) },
   { id: 'ext-san-dns8bit', what: 'SAN dNSName with a 0xE9 byte', build: (r) => leaf('ext-san-dns8bit', r, { extensions: [...LEAF_EXTS, san(false, tlv(0x82, Buffer.from('caf\xe9.example', 'latin1')))] }) },
   { id: 'ext-akid-critical', what: 'authorityKeyIdentifier marked critical', build: (r) => leaf('ext-akid-critical', r, { extensions: [...LEAF_EXTS, ext('2.5.29.35', true, seq(tlv(0x80, Buffer.alloc(20, 7))))] }) },
