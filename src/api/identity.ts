@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { ERRORS } from './errors';
 import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION, rawSubject } from './x509-name';
-import { goCertificate, GoRefusal, issuerProblem } from './x509-go';
+import { goCertificate, GoRefusal, issuerProblem, type GoCertificate } from './x509-go';
 
 /** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
 export interface Identity {
@@ -138,6 +138,14 @@ export function certificateUser(der: Buffer, fingerprint256: string, o: Certific
   return uid === undefined ? { user, groups, extra } : { user, groups, uid, extra };
 }
 
+/** A certificate of --client-ca-file as an issuer of leaves. */
+interface Issuer {
+  readonly ca: X509Certificate;
+  /** Why Go would not verify a leaf it signed (x509-go.ts issuerProblem), or undefined. */
+  readonly problem: string | undefined;
+  readonly nameConstraints: boolean;
+}
+
 /**
  * The certificate users of one client listener: certificateUser with the listener's options, the
  * issuer check below, and a bounded cache (uWS hands the PEM per request, and parsing costs ~30 µs
@@ -148,7 +156,7 @@ export class CertificateUsers {
   private caSubjects = new Set<string>();
   private cas: X509Certificate[] = [];
   /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
-  private issuers = new Map<string, { ca: X509Certificate; problem: string | undefined }[]>();
+  private issuers = new Map<string, Issuer[]>();
   static readonly CACHE_MAX = 1024;
 
   constructor(private readonly o: CertificateUserOptions, clientCA?: Buffer | string) {
@@ -166,13 +174,13 @@ export class CertificateUsers {
       }
     }
     const subjects = new Set<string>();
-    const issuers = new Map<string, { ca: X509Certificate; problem: string | undefined }[]>();
+    const issuers = new Map<string, Issuer[]>();
     for (const ca of cas) {
       try {
         const subject = rawSubject(ca.raw).toString('latin1');
         subjects.add(subject);
-        const problem = issuerProblem(goCertificate(ca.raw, false));
-        issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem }]);
+        const go = goCertificate(ca.raw, false);
+        issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go), nameConstraints: go.nameConstraints }]);
       } catch {
         // A CA Go cannot parse signs nothing kube-apiserver accepts: its leaves fail the checks below.
       }
@@ -228,15 +236,21 @@ export class CertificateUsers {
     // The rest of what kube-apiserver (Go) checks before it believes the names: the whole
     // certificate as Go parses it, the key crypto/tls takes, the signature algorithm Verify takes
     // (x509-go.ts), and a CA of that exact name that signed it and may sign.
+    let leaf: GoCertificate;
     try {
-      goCertificate(x.raw, true);
+      leaf = goCertificate(x.raw, true);
     } catch (e) {
       if (e instanceof GoRefusal || e instanceof GoX509Error) return refuse(`kube-apiserver (Go) refuses this certificate: ${e.message}`);
       throw e;
     }
     const signers = (this.issuers.get(issuer) ?? []).filter(({ ca }) => x.verify(ca.publicKey));
     if (signers.length === 0) return refuse('no certificate of --client-ca-file with its issuer name signed it');
-    if (signers.every((s) => s.problem !== undefined)) return refuse(`kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}`);
+    const usable = signers.filter((s) => s.problem === undefined);
+    if (usable.length === 0) return refuse(`kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}`);
+    // Go's Verify matches a leaf's names against its CA's name constraints by rules of its own (a DNS
+    // name "a..b" it cannot parse fails there, OpenSSL passes it: helper 24); not ported, so a leaf
+    // with names under a constrained CA is refused. Client certificates rarely carry names.
+    if (leaf.names && usable.every((s) => s.nameConstraints)) return refuse("the certificate has subject alternative names and its CA has name constraints, which mvproxy does not match as kube-apiserver (Go) does");
     return u;
   }
 }

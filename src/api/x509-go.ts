@@ -38,6 +38,15 @@ export interface GoCertificate {
   readonly keyUsage: number;
   /** The extended key usages, or undefined without the extension. */
   readonly extKeyUsage: readonly string[] | undefined;
+  /** A subjectAltName with a name Go records (DNS, email, IP, URI): what a CA's name constraints apply to. */
+  readonly names: boolean;
+  /** A name constraints extension (on a CA: Go's Verify matches the leaf's names against it). */
+  readonly nameConstraints: boolean;
+  /**
+   * Why Go cannot verify any certificate this one signs, or undefined (a CA: its key as crypto/rsa
+   * and crypto/ecdsa take it, no unhandled critical extension, no policy extension).
+   */
+  readonly signerProblem: string | undefined;
 }
 
 /** Go's keyUsage bit for keyCertSign (x509.KeyUsageCertSign = 1 << 5). */
@@ -340,6 +349,9 @@ interface ExtensionFacts {
   isCA: boolean;
   keyUsage: number;
   extKeyUsage: string[] | undefined;
+  names: boolean;
+  nameConstraints: boolean;
+  policies: boolean;
 }
 
 /**
@@ -377,11 +389,13 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
         return true;
       }
       case 17:
-        return sanExtension(value);
+        facts.names = sanExtension(value);
+        return facts.names;
       case 30:
         // Name constraints belong to CAs; Go's parser of them (domain, mailbox, IP mask rules) is not
         // ported, so a client certificate carrying them is refused outright.
         if (client) refuse('a client certificate with a name constraints extension (mvproxy does not check it as Go would)');
+        facts.nameConstraints = true;
         return true;
       case 31: {
         if (top === null || top.tag !== SEQUENCE) refuse('x509: invalid CRL distribution points');
@@ -443,6 +457,7 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
         // Policy mappings, policy constraints, inhibitAnyPolicy: CA extensions that steer Go's policy
         // validation (always on since Go 1.22, off by default in OpenSSL); not ported.
         if (client) refuse(`a client certificate with a policy extension (${oid}) mvproxy does not check as Go would`);
+        facts.policies = true;
         return true;
     }
     return false;
@@ -484,11 +499,21 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
   const times = validity.tag === SEQUENCE ? children(der, validity, 'x509: malformed validity') : [];
   if (times.length < 2 || !validTime(der, times[0]!) || !validTime(der, times[1]!)) refuse('x509: malformed validity');
   if (spki.tag !== SEQUENCE) refuse('x509: malformed spki');
+  let signerProblem: string | undefined;
   if (client) {
     checkClientKey(der, spki);
     checkSignatureAlgorithm(der, sigAlg);
+  } else {
+    // A CA's key verifies the leaf's signature in Go's Verify: the same kinds and RSA rules (crypto/rsa
+    // refused e = 2^31+1 on a client CA that OpenSSL took: helper 24).
+    try {
+      checkClientKey(der, spki);
+    } catch (e) {
+      if (!(e instanceof GoRefusal)) throw e;
+      signerProblem = `its key: ${e.message}`;
+    }
   }
-  const facts: ExtensionFacts = { basicConstraintsValid: false, isCA: false, keyUsage: 0, extKeyUsage: undefined };
+  const facts: ExtensionFacts = { basicConstraintsValid: false, isCA: false, keyUsage: 0, extKeyUsage: undefined, names: false, nameConstraints: false, policies: false };
   let rest = fields.slice(i + 6);
   if (version > 1) {
     if (rest[0]?.tag === 0x81) rest = rest.slice(1); // issuerUniqueID
@@ -512,13 +537,20 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
         if (seen.has(id!)) refuse(`x509: certificate contains duplicate extension with OID "${id}"`);
         seen.add(id!);
         const handled = extension(id!, critical, der.subarray(valueEl!.contentStart, valueEl!.end), facts, client);
-        if (client && critical && !handled) refuse(`x509: unhandled critical extension (${id})`);
+        if (critical && !handled) {
+          // isValid runs on every certificate of the chain, the CA too.
+          if (client) refuse(`x509: unhandled critical extension (${id})`);
+          signerProblem ??= `x509: unhandled critical extension (${id})`;
+        }
       }
     }
   }
   const signature = children(der, cert, 'x509: malformed signature')[2];
   if (signature === undefined || bitString(der, signature) === null) refuse('x509: malformed signature');
-  const go: GoCertificate = { version, ...facts };
+  // Policy constraints, mappings and inhibitAnyPolicy steer Go's policy validation (not ported).
+  if (facts.policies) signerProblem ??= 'a policy extension mvproxy does not check as Go would';
+  const { policies: _, ...kept } = facts;
+  const go: GoCertificate = { version, ...kept, signerProblem };
   if (client && !clientAuthAllowed(go)) refuse('x509: certificate specifies an incompatible key usage');
   return go;
 }
@@ -541,6 +573,7 @@ function clientAuthAllowed(c: GoCertificate): boolean {
  * or the reason Go refuses it as the issuer.
  */
 export function issuerProblem(ca: GoCertificate): string | undefined {
+  if (ca.signerProblem !== undefined) return ca.signerProblem;
   if ((ca.version === 3 && !ca.basicConstraintsValid) || (ca.basicConstraintsValid && !ca.isCA)) return 'x509: the issuing certificate is not a CA (basic constraints)';
   if (ca.keyUsage !== 0 && (ca.keyUsage & KEY_USAGE_CERT_SIGN) === 0) return 'x509: the issuing certificate may not sign certificates (key usage)';
   if (!clientAuthAllowed(ca)) return 'x509: certificate specifies an incompatible key usage (the CA\'s extended key usages do not allow client authentication)';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -15,7 +15,8 @@ import { CertificateUsers, isRefusal } from '../../src/api/identity';
 import { peerDERProblem } from '../../src/listener/peer-auth';
 import { createCA } from '../../src/pki/throwaway';
 import { buildGoProgram, oracleUnavailable } from '../support/go-oracle';
-import { buildCert, ecKey, LEAF_EXTS, pem, rootIssuer, san, subjectOf, tlv } from '../support/cert-cases/builder';
+import { bits, buildCert, CA_EXTS, ecKey, ext, int, LEAF_EXTS, oid, pem, rootIssuer, rsaKey, san, seq, subjectOf, tlv, type Key } from '../support/cert-cases/builder';
+import { CN, nameDER } from '../support/der-cert';
 import { CASES, type Built } from '../support/cert-cases/cases';
 
 const ORACLE_SRC = join(__dirname, '..', 'x509-oracle');
@@ -139,5 +140,77 @@ describe('client certificates: mvproxy asserts no user Go would refuse', { skip:
       assert.doesNotMatch(go.get(id) ?? '', /^USER /, `${id}: Go`);
       assert.match(peerDERProblem(der(id), new Set()) ?? '', /refused as kube-apiserver \(Go\) refuses it/, id);
     }
+  });
+});
+
+// The client CA itself: Go's Verify applies to the root what it applies to every certificate of the
+// chain (unhandled critical extensions, its key's checks) and matches the leaf's names against its
+// name constraints; OpenSSL did not refuse these leaves, and mvproxy asserted their users.
+const gn = (t: number, s: string | Buffer) => tlv(t, typeof s === 'string' ? Buffer.from(s, 'latin1') : s);
+const nc = (permitted: Buffer[], excluded: Buffer[]) => ext('2.5.29.30', true, seq(...(permitted.length ? [tlv(0xa0, ...permitted.map((b) => seq(b)))] : []), ...(excluded.length ? [tlv(0xa1, ...excluded.map((b) => seq(b)))] : [])));
+interface CACase { id: string; caKey?: Key; caExts: Buffer[]; leafExts?: Buffer[] }
+/** Client CAs Go verifies nothing with, or not with every leaf (attack round 24), and their leaves. */
+const CA_CASES: CACase[] = [
+  { id: 'control', caExts: CA_EXTS },
+  { id: 'ca-crit-nscerttype', caExts: [...CA_EXTS, ext('2.16.840.1.113730.1.1', true, bits(0, Buffer.from([0x07])))] },
+  { id: 'ca-crit-san-othername', caExts: [...CA_EXTS, san(true, tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('x')))))] },
+  { id: 'ca-crit-san-dirname', caExts: [...CA_EXTS, san(true, tlv(0xa4, nameDER([CN('x')])))] },
+  { id: 'ca-crit-san-empty', caExts: [...CA_EXTS, san(true)] },
+  { id: 'ca-crit-proxycertinfo', caExts: [...CA_EXTS, ext('1.3.6.1.5.5.7.1.14', true, seq(seq(oid('1.3.6.1.5.5.7.21.1'))))] },
+  { id: 'ca-crit-ipaddrblocks', caExts: [...CA_EXTS, ext('1.3.6.1.5.5.7.1.7', true, seq(seq(tlv(0x04, Buffer.from([0, 1])), tlv(0x05, Buffer.alloc(0)))))] },
+  { id: 'ca-crit-asid', caExts: [...CA_EXTS, ext('1.3.6.1.5.5.7.1.8', true, seq(tlv(0xa0, tlv(0x05, Buffer.alloc(0)))))] },
+  { id: 'ca-rsa-e-2^31+1', caKey: rsaKey(2048, 2 ** 31 + 1), caExts: CA_EXTS },
+  { id: 'ca-rsa-e-2^32-1', caKey: rsaKey(2048, 2 ** 32 - 1), caExts: CA_EXTS },
+  { id: 'ca-nc-excl-uri+leaf-uri-ip', caExts: [...CA_EXTS, nc([], [gn(0x86, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x86, 'http://1.2.3.4/'))] },
+  { id: 'ca-nc-excl-uri+leaf-uri-ipv6', caExts: [...CA_EXTS, nc([], [gn(0x86, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x86, 'http://[::1]/'))] },
+  { id: 'ca-nc-excl-uri+leaf-uri-nohost', caExts: [...CA_EXTS, nc([], [gn(0x86, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x86, 'urn:x:y'))] },
+  { id: 'ca-nc-excl-uri+leaf-uri-ok', caExts: [...CA_EXTS, nc([], [gn(0x86, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x86, 'spiffe://good.com/x'))] },
+  { id: 'ca-nc-excl-dns+leaf-dns-weird', caExts: [...CA_EXTS, nc([], [gn(0x82, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'a..b'))] },
+  { id: 'ca-nc-excl-dns+leaf-dns-dot', caExts: [...CA_EXTS, nc([], [gn(0x82, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, '.x.com'))] },
+  { id: 'ca-nc-excl-dns+leaf-dns-star', caExts: [...CA_EXTS, nc([], [gn(0x82, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, '*.evil.com'))] },
+  { id: 'ca-nc-excl-dns+leaf-dns-upper', caExts: [...CA_EXTS, nc([], [gn(0x82, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'EVIL.COM'))] },
+  { id: 'ca-nc-excl-email+leaf-email-noat', caExts: [...CA_EXTS, nc([], [gn(0x81, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x81, 'noat'))] },
+  { id: 'ca-nc-excl-email+leaf-email-quoted', caExts: [...CA_EXTS, nc([], [gn(0x81, 'evil.com')])], leafExts: [...LEAF_EXTS, san(false, gn(0x81, '"a b"@x.com'))] },
+  { id: 'ca-nc-perm-dns+leaf-cn-only', caExts: [...CA_EXTS, nc([gn(0x82, 'example.com')], [])] },
+  { id: 'ca-nc-perm-dns+leaf-ok', caExts: [...CA_EXTS, nc([gn(0x82, 'example.com')], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'x.example.com'))] },
+  { id: 'ca-nc-perm-dns+leaf-out', caExts: [...CA_EXTS, nc([gn(0x82, 'example.com')], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'x.other.com'))] },
+  { id: 'ca-nc-perm-uri+leaf-uri-ip', caExts: [...CA_EXTS, nc([gn(0x86, '.example.com')], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x86, 'http://1.2.3.4/'))] },
+  { id: 'ca-nc-excl-ip+leaf-dns', caExts: [...CA_EXTS, nc([], [gn(0x87, Buffer.from([10, 0, 0, 0, 255, 0, 0, 0]))])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'a..b'))] },
+  { id: 'ca-policy-req-explicit-0', caExts: [...CA_EXTS, ext('2.5.29.36', true, seq(tlv(0x80, Buffer.from([0]))))] },
+  { id: 'ca-policy-req-explicit-0+leaf-pol', caExts: [...CA_EXTS, ext('2.5.29.36', true, seq(tlv(0x80, Buffer.from([0]))))], leafExts: [...LEAF_EXTS, ext('2.5.29.32', false, seq(seq(oid('1.2.3.4'))))] },
+  { id: 'ca-inhibit-any-0+leaf-any', caExts: [...CA_EXTS, ext('2.5.29.54', true, int(0))], leafExts: [...LEAF_EXTS, ext('2.5.29.32', false, seq(seq(oid('2.5.29.32.0'))))] },
+  { id: 'ca-policy-map-crit', caExts: [...CA_EXTS, ext('2.5.29.33', true, seq(seq(oid('1.2.3'), oid('1.2.4'))))] },
+  { id: 'ca-pol+req0+leaf-otherpol', caExts: [...CA_EXTS, ext('2.5.29.32', false, seq(seq(oid('1.2.3.4')))), ext('2.5.29.36', true, seq(tlv(0x80, Buffer.from([0]))))], leafExts: [...LEAF_EXTS, ext('2.5.29.32', false, seq(seq(oid('1.2.3.5'))))] },
+  { id: 'ca-nc-perm-othername+leaf-othername', caExts: [...CA_EXTS, nc([tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('x'))))], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'a.com'), tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('y')))))] },
+];
+
+describe('a client CA Go would not verify a leaf with: mvproxy asserts none of its users', { skip: oracleUnavailable() }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mvproxy-x509-ca-'));
+  const verdicts = new Map<string, { go: string; mvproxy: string }>();
+  before(() => {
+    const oracle = buildGoProgram(ORACLE_SRC, 'x509-oracle');
+    for (const c of CA_CASES) {
+      const k = c.caKey ?? ecKey();
+      const caName = nameDER([CN(`ca-${c.id}`)]);
+      const ca = buildCert({ issuer: caName, subject: caName, spki: k.spki, signer: k.priv, extensions: c.caExts });
+      const leaf = buildCert({ issuer: caName, subject: nameDER([CN('ca-user')]), spki: ecKey().spki, signer: k.priv, extensions: c.leafExts ?? LEAF_EXTS });
+      const sub = join(dir, c.id.replace(/[^\w.-]/g, '_'));
+      mkdirSync(sub);
+      writeFileSync(join(sub, 'ca.pem'), pem(ca));
+      writeFileSync(join(sub, 'leaf.leaf.pem'), pem(leaf));
+      writeFileSync(join(sub, 'leaf.chain.pem'), '');
+      const go = execFileSync(oracle, [sub], { encoding: 'utf8' }).trim().replace(/^leaf\s+/, '');
+      const x = new X509Certificate(leaf);
+      const u = new CertificateUsers({ uidHeader: false }, pem(ca)).ofDER(x.raw, x.fingerprint256);
+      verdicts.set(c.id, { go, mvproxy: u === null ? 'none' : isRefusal(u) ? `refused: ${u.refused}` : `USER ${u.user}` });
+    }
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('every user mvproxy asserts under these CAs, Go asserts too', () => {
+    const holes = [...verdicts].filter(([, v]) => v.mvproxy.startsWith('USER ') && v.mvproxy !== v.go).map(([id, v]) => `${id}: mvproxy ${v.mvproxy}, Go ${v.go}`);
+    assert.deepEqual(holes, []);
+    assert.equal(verdicts.get('control')?.mvproxy, 'USER ca-user', 'a plain CA still works');
+    assert.equal(verdicts.get('control')?.go, 'USER ca-user');
   });
 });
