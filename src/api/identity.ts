@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { ERRORS } from './errors';
 import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION, rawSubject } from './x509-name';
-import { goCertificate, GoRefusal, issuerProblem, type GoCertificate } from './x509-go';
+import { goCertificate, GoRefusal, issuerProblem } from './x509-go';
 
 /** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
 export interface Identity {
@@ -138,12 +138,14 @@ export function certificateUser(der: Buffer, fingerprint256: string, o: Certific
   return uid === undefined ? { user, groups, extra } : { user, groups, uid, extra };
 }
 
+/** crypto/x509 verify.go maxChainSignatureChecks. */
+const MAX_SIGNATURE_CHECKS = 100;
+
 /** A certificate of --client-ca-file as an issuer of leaves. */
 interface Issuer {
   readonly ca: X509Certificate;
   /** Why Go would not verify a leaf it signed (x509-go.ts issuerProblem), or undefined. */
   readonly problem: string | undefined;
-  readonly nameConstraints: boolean;
 }
 
 /**
@@ -157,6 +159,8 @@ export class CertificateUsers {
   private cas: X509Certificate[] = [];
   /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
   private issuers = new Map<string, Issuer[]>();
+  /** Why kube-apiserver would not load this --client-ca-file at all, or undefined. */
+  private bundleProblem: string | undefined;
   static readonly CACHE_MAX = 1024;
 
   constructor(private readonly o: CertificateUserOptions, clientCA?: Buffer | string) {
@@ -166,11 +170,15 @@ export class CertificateUsers {
   /** The client CA bundle (--client-ca-file), again after a reload. */
   setClientCA(pem: Buffer | string): void {
     const cas: X509Certificate[] = [];
+    // kube-apiserver loads the file with client-go's ParseCertsPEM: one certificate Go cannot parse
+    // fails the whole file (it does not start; a reload keeps the old bundle), where OpenSSL skips it
+    // and verified the other CAs' leaves (helper 25). Here such a file asserts no user at all.
+    let bundleProblem: string | undefined;
     for (const m of String(pem).matchAll(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g)) {
       try {
         cas.push(new X509Certificate(m[0]));
-      } catch {
-        // OpenSSL skips what it cannot read too; the listener's own load reports a bad bundle.
+      } catch (e) {
+        bundleProblem ??= `a certificate of --client-ca-file cannot be read (${(e as Error).message}); kube-apiserver does not load such a file`;
       }
     }
     const subjects = new Set<string>();
@@ -180,14 +188,16 @@ export class CertificateUsers {
         const subject = rawSubject(ca.raw).toString('latin1');
         subjects.add(subject);
         const go = goCertificate(ca.raw, false);
-        issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go), nameConstraints: go.nameConstraints }]);
-      } catch {
-        // A CA Go cannot parse signs nothing kube-apiserver accepts: its leaves fail the checks below.
+        issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
+      } catch (e) {
+        if (!(e instanceof GoRefusal || e instanceof GoX509Error)) throw e;
+        bundleProblem ??= `--client-ca-file holds a certificate kube-apiserver (Go) cannot parse (${e.message}); kube-apiserver does not load such a file`;
       }
     }
     this.cas = cas;
     this.caSubjects = subjects;
     this.issuers = issuers;
+    this.bundleProblem = bundleProblem;
     this.cache.clear();
   }
 
@@ -236,21 +246,21 @@ export class CertificateUsers {
     // The rest of what kube-apiserver (Go) checks before it believes the names: the whole
     // certificate as Go parses it, the key crypto/tls takes, the signature algorithm Verify takes
     // (x509-go.ts), and a CA of that exact name that signed it and may sign.
-    let leaf: GoCertificate;
     try {
-      leaf = goCertificate(x.raw, true);
+      goCertificate(x.raw, true);
     } catch (e) {
       if (e instanceof GoRefusal || e instanceof GoX509Error) return refuse(`kube-apiserver (Go) refuses this certificate: ${e.message}`);
       throw e;
     }
-    const signers = (this.issuers.get(issuer) ?? []).filter(({ ca }) => x.verify(ca.publicKey));
+    if (this.bundleProblem !== undefined) return refuse(this.bundleProblem);
+    const candidates = this.issuers.get(issuer) ?? [];
+    // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
+    // issuer's name in an order of its own: where it could run out, no user (helper 25).
+    if (candidates.length > MAX_SIGNATURE_CHECKS) return refuse(`${candidates.length} certificates of --client-ca-file share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks`);
+    const signers = candidates.filter(({ ca }) => x.verify(ca.publicKey));
     if (signers.length === 0) return refuse('no certificate of --client-ca-file with its issuer name signed it');
     const usable = signers.filter((s) => s.problem === undefined);
     if (usable.length === 0) return refuse(`kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}`);
-    // Go's Verify matches a leaf's names against its CA's name constraints by rules of its own (a DNS
-    // name "a..b" it cannot parse fails there, OpenSSL passes it: helper 24); not ported, so a leaf
-    // with names under a constrained CA is refused. Client certificates rarely carry names.
-    if (leaf.names && usable.every((s) => s.nameConstraints)) return refuse("the certificate has subject alternative names and its CA has name constraints, which mvproxy does not match as kube-apiserver (Go) does");
     return u;
   }
 }

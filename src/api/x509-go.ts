@@ -17,7 +17,8 @@
 // syntax, name constraints, policy mappings or constraints in a client certificate.
 
 import { createPublicKey } from 'node:crypto';
-import { element, expect, GoX509Error, objectIdentifier, validInteger, type Element } from './x509-name';
+import { isIP } from 'node:net';
+import { certificateNames, element, expect, GoX509Error, objectIdentifier, validInteger, type Element } from './x509-name';
 
 const INTEGER = 0x02;
 const BIT_STRING = 0x03;
@@ -38,10 +39,6 @@ export interface GoCertificate {
   readonly keyUsage: number;
   /** The extended key usages, or undefined without the extension. */
   readonly extKeyUsage: readonly string[] | undefined;
-  /** A subjectAltName with a name Go records (DNS, email, IP, URI): what a CA's name constraints apply to. */
-  readonly names: boolean;
-  /** A name constraints extension (on a CA: Go's Verify matches the leaf's names against it). */
-  readonly nameConstraints: boolean;
   /**
    * Why Go cannot verify any certificate this one signs, or undefined (a CA: its key as crypto/rsa
    * and crypto/ecdsa take it, no unhandled critical extension, no policy extension).
@@ -277,10 +274,73 @@ function checkSignatureAlgorithm(der: Buffer, ai: Element): void {
 const ia5 = (v: Buffer) => v.every((c) => c < 0x80);
 
 /** domainNameValid(s, false): no trailing dot, no empty label, visible ASCII. */
-function domainNameValid(s: string): boolean {
+function domainNameValid(s: string, constraint = false): boolean {
   if (s === '') return true;
   if (s.endsWith('.')) return false;
-  return s.split('.').every((l) => l.length > 0 && /^[\x21-\x7e]+$/.test(l));
+  const d = constraint && s.startsWith('.') ? s.slice(1) : s;
+  return d.split('.').every((l) => l.length > 0 && /^[\x21-\x7e]+$/.test(l));
+}
+
+/** isValidIPMask: ones, then zeros. */
+function validIPMask(mask: Buffer): boolean {
+  let zero = false;
+  for (const b of mask) {
+    if (zero) {
+      if (b !== 0) return false;
+    } else if (b !== 0xff) {
+      if (![0x00, 0x80, 0xc0, 0xe0, 0xf0, 0xf8, 0xfc, 0xfe].includes(b)) return false;
+      zero = true;
+    }
+  }
+  return true;
+}
+
+/**
+ * parseNameConstraintsExtension's errors, which fail the certificate's parse (on a CA: the whole CA
+ * file, as kube-apiserver loads it). An email constraint naming a mailbox ("a@b") needs Go's
+ * RFC 2821 parser, not ported: refused.
+ */
+function checkNameConstraints(value: Buffer): void {
+  const bad = () => refuse('x509: invalid NameConstraints extension');
+  const top = element(value, 0, value.length);
+  if (top === null || top.tag !== SEQUENCE || top.end !== value.length) bad();
+  const parts = children(value, top!, 'x509: invalid NameConstraints extension');
+  let i = 0;
+  const permitted = parts[i]?.tag === 0xa0 ? parts[i++] : undefined;
+  const excluded = parts[i]?.tag === 0xa1 ? parts[i++] : undefined;
+  if (i !== parts.length) bad();
+  const size = (e: Element | undefined) => (e === undefined ? 0 : e.end - e.contentStart);
+  if ((permitted === undefined && excluded === undefined) || (size(permitted) === 0 && size(excluded) === 0)) refuse('x509: empty name constraints extension');
+  for (const subtrees of [permitted, excluded]) {
+    if (subtrees === undefined) continue;
+    for (const st of children(value, subtrees, 'x509: invalid NameConstraints extension')) {
+      if (st.tag !== SEQUENCE || st.end === st.contentStart) bad();
+      const base = element(value, st.contentStart, st.end);
+      if (base === null) bad();
+      const v = value.subarray(base!.contentStart, base!.end);
+      const text = v.toString('latin1');
+      switch (base!.tag) {
+        case 0x82: // dNSName
+          if (!ia5(v)) refuse('x509: invalid constraint value');
+          if (!domainNameValid(text, true)) refuse(`x509: failed to parse dnsName constraint ${JSON.stringify(text)}`);
+          break;
+        case 0x87: // iPAddress: address and mask
+          if (v.length !== 8 && v.length !== 32) refuse(`x509: IP constraint contained value of length ${v.length}`);
+          if (!validIPMask(v.subarray(v.length / 2))) refuse('x509: IP constraint contained invalid mask');
+          break;
+        case 0x81: // rfc822Name
+          if (!ia5(v)) refuse('x509: invalid constraint value');
+          if (text.includes('@')) refuse(`an rfc822Name constraint naming a mailbox (${JSON.stringify(text)}), which mvproxy does not parse as Go does`);
+          if (!domainNameValid(text, true)) refuse(`x509: failed to parse rfc822Name constraint ${JSON.stringify(text)}`);
+          break;
+        case 0x86: // uniformResourceIdentifier: a domain
+          if (!ia5(v)) refuse('x509: invalid constraint value');
+          if (isIP(text) !== 0) refuse(`x509: failed to parse URI constraint ${JSON.stringify(text)}: cannot be IP address`);
+          if (!domainNameValid(text, true)) refuse(`x509: failed to parse URI constraint ${JSON.stringify(text)}`);
+          break;
+      }
+    }
+  }
 }
 
 /**
@@ -349,9 +409,8 @@ interface ExtensionFacts {
   isCA: boolean;
   keyUsage: number;
   extKeyUsage: string[] | undefined;
-  names: boolean;
-  nameConstraints: boolean;
-  policies: boolean;
+  /** Name constraints or a policy extension: on a CA, why it verifies nothing here (below). */
+  constrained: string | undefined;
 }
 
 /**
@@ -389,13 +448,16 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
         return true;
       }
       case 17:
-        facts.names = sanExtension(value);
-        return facts.names;
+        return sanExtension(value);
       case 30:
         // Name constraints belong to CAs; Go's parser of them (domain, mailbox, IP mask rules) is not
         // ported, so a client certificate carrying them is refused outright.
         if (client) refuse('a client certificate with a name constraints extension (mvproxy does not check it as Go would)');
-        facts.nameConstraints = true;
+        // On a CA, Go parses them (a constraint "a..b" fails the whole CA file: below), leaves kinds
+        // it does not know unhandled (a critical dirName fails every leaf) and matches the leaf's names
+        // against them: the matching is not ported, so such a CA verifies no leaf here (helpers 24, 25).
+        checkNameConstraints(value);
+        facts.constrained ??= 'name constraints, which mvproxy does not check as kube-apiserver (Go) does';
         return true;
       case 31: {
         if (top === null || top.tag !== SEQUENCE) refuse('x509: invalid CRL distribution points');
@@ -457,7 +519,7 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
         // Policy mappings, policy constraints, inhibitAnyPolicy: CA extensions that steer Go's policy
         // validation (always on since Go 1.22, off by default in OpenSSL); not ported.
         if (client) refuse(`a client certificate with a policy extension (${oid}) mvproxy does not check as Go would`);
-        facts.policies = true;
+        facts.constrained ??= `a policy extension (${oid}), which mvproxy does not check as kube-apiserver (Go) does`;
         return true;
     }
     return false;
@@ -485,6 +547,7 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
  * (or x509-name's GoX509Error) where kube-apiserver refuses the certificate.
  */
 export function goCertificate(der: Buffer, client: boolean): GoCertificate {
+  certificateNames(der); // up to the subject, as Go: the version (≤ 3), serial, algorithms, names
   const cert = expect(der, 0, der.length, SEQUENCE, 'x509: malformed certificate');
   const tbs = expect(der, cert.contentStart, cert.end, SEQUENCE, 'x509: malformed tbs certificate');
   const fields = children(der, tbs, 'x509: malformed tbs certificate');
@@ -513,7 +576,7 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
       signerProblem = `its key: ${e.message}`;
     }
   }
-  const facts: ExtensionFacts = { basicConstraintsValid: false, isCA: false, keyUsage: 0, extKeyUsage: undefined, names: false, nameConstraints: false, policies: false };
+  const facts: ExtensionFacts = { basicConstraintsValid: false, isCA: false, keyUsage: 0, extKeyUsage: undefined, constrained: undefined };
   let rest = fields.slice(i + 6);
   if (version > 1) {
     if (rest[0]?.tag === 0x81) rest = rest.slice(1); // issuerUniqueID
@@ -548,9 +611,8 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
   const signature = children(der, cert, 'x509: malformed signature')[2];
   if (signature === undefined || bitString(der, signature) === null) refuse('x509: malformed signature');
   // Policy constraints, mappings and inhibitAnyPolicy steer Go's policy validation (not ported).
-  if (facts.policies) signerProblem ??= 'a policy extension mvproxy does not check as Go would';
-  const { policies: _, ...kept } = facts;
-  const go: GoCertificate = { version, ...kept, signerProblem };
+  const { constrained, ...kept } = facts;
+  const go: GoCertificate = { version, ...kept, signerProblem: signerProblem ?? constrained };
   if (client && !clientAuthAllowed(go)) refuse('x509: certificate specifies an incompatible key usage');
   return go;
 }

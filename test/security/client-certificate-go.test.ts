@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -148,7 +148,16 @@ describe('client certificates: mvproxy asserts no user Go would refuse', { skip:
 // name constraints; OpenSSL did not refuse these leaves, and mvproxy asserted their users.
 const gn = (t: number, s: string | Buffer) => tlv(t, typeof s === 'string' ? Buffer.from(s, 'latin1') : s);
 const nc = (permitted: Buffer[], excluded: Buffer[]) => ext('2.5.29.30', true, seq(...(permitted.length ? [tlv(0xa0, ...permitted.map((b) => seq(b)))] : []), ...(excluded.length ? [tlv(0xa1, ...excluded.map((b) => seq(b)))] : [])));
-interface CACase { id: string; caKey?: Key; caExts: Buffer[]; leafExts?: Buffer[] }
+interface CACase {
+  id: string;
+  caKey?: Key;
+  caExts: Buffer[];
+  leafExts?: Buffer[];
+  /** The CA's version INTEGER (2 = v3). */
+  caVersion?: number;
+  /** Certificates of the CA file before the CA, given its name. */
+  before?: (caName: Buffer) => Buffer[];
+}
 /** Client CAs Go verifies nothing with, or not with every leaf (attack round 24), and their leaves. */
 const CA_CASES: CACase[] = [
   { id: 'control', caExts: CA_EXTS },
@@ -181,8 +190,25 @@ const CA_CASES: CACase[] = [
   { id: 'ca-inhibit-any-0+leaf-any', caExts: [...CA_EXTS, ext('2.5.29.54', true, int(0))], leafExts: [...LEAF_EXTS, ext('2.5.29.32', false, seq(seq(oid('2.5.29.32.0'))))] },
   { id: 'ca-policy-map-crit', caExts: [...CA_EXTS, ext('2.5.29.33', true, seq(seq(oid('1.2.3'), oid('1.2.4'))))] },
   { id: 'ca-pol+req0+leaf-otherpol', caExts: [...CA_EXTS, ext('2.5.29.32', false, seq(seq(oid('1.2.3.4')))), ext('2.5.29.36', true, seq(tlv(0x80, Buffer.from([0]))))], leafExts: [...LEAF_EXTS, ext('2.5.29.32', false, seq(seq(oid('1.2.3.5'))))] },
+  // Attack round 25: constraints of a kind Go leaves unhandled, a leaf without names; a CA file Go
+  // cannot load; a CA Go reaches after its 100 signature checks.
+  { id: 'ca-nc-crit-perm-dirname+leaf-nosan', caExts: [...CA_EXTS, nc([tlv(0xa4, nameDER([CN('x')]))], [])] },
+  { id: 'ca-nc-crit-excl-regid+leaf-nosan', caExts: [...CA_EXTS, nc([], [tlv(0x88, oid('1.2.3'))])] },
+  { id: 'ca-nc-dns-a..b', caExts: [...CA_EXTS, nc([gn(0x82, 'a..b')], [])] },
+  { id: 'ca-v4', caExts: CA_EXTS, caVersion: 3 },
+  { id: 'bundle-good+v4', caExts: CA_EXTS, before: () => [selfSigned('other-v4', CA_EXTS, 3)] },
+  { id: 'bundle-good+nc-a..b', caExts: CA_EXTS, before: () => [selfSigned('other-nc', [...CA_EXTS, nc([gn(0x82, 'a..b')], [])])] },
+  { id: 'bundle-101-same-name', caExts: CA_EXTS, caKey: rsaKey(2048), before: (name) => Array.from({ length: 100 }, () => { const k = ecKey(); return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions: CA_EXTS }); }) },
+  { id: 'bundle-99-same-name', caExts: CA_EXTS, caKey: rsaKey(2048), before: (name) => Array.from({ length: 99 }, () => { const k = ecKey(); return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions: CA_EXTS }); }) },
   { id: 'ca-nc-perm-othername+leaf-othername', caExts: [...CA_EXTS, nc([tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('x'))))], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'a.com'), tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('y')))))] },
 ];
+
+/** A self-signed CA certificate (for a CA file's other entries). */
+function selfSigned(cn: string, extensions: Buffer[], version?: number): Buffer {
+  const k = ecKey();
+  const name = nameDER([CN(cn)]);
+  return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions, version });
+}
 
 describe('a client CA Go would not verify a leaf with: mvproxy asserts none of its users', { skip: oracleUnavailable() }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-x509-ca-'));
@@ -192,17 +218,18 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
     for (const c of CA_CASES) {
       const k = c.caKey ?? ecKey();
       const caName = nameDER([CN(`ca-${c.id}`)]);
-      const ca = buildCert({ issuer: caName, subject: caName, spki: k.spki, signer: k.priv, extensions: c.caExts });
+      const ca = buildCert({ issuer: caName, subject: caName, spki: k.spki, signer: k.priv, extensions: c.caExts, version: c.caVersion });
       const leaf = buildCert({ issuer: caName, subject: nameDER([CN('ca-user')]), spki: ecKey().spki, signer: k.priv, extensions: c.leafExts ?? LEAF_EXTS });
       const sub = join(dir, c.id.replace(/[^\w.-]/g, '_'));
       mkdirSync(sub);
-      writeFileSync(join(sub, 'ca.pem'), pem(ca));
+      writeFileSync(join(sub, 'ca.pem'), [...(c.before?.(caName) ?? []), ca].map(pem).join(''));
       writeFileSync(join(sub, 'leaf.leaf.pem'), pem(leaf));
       writeFileSync(join(sub, 'leaf.chain.pem'), '');
       const go = execFileSync(oracle, [sub], { encoding: 'utf8' }).trim().replace(/^leaf\s+/, '');
       const x = new X509Certificate(leaf);
-      const u = new CertificateUsers({ uidHeader: false }, pem(ca)).ofDER(x.raw, x.fingerprint256);
+      const u = new CertificateUsers({ uidHeader: false }, readFileSync(join(sub, 'ca.pem'))).ofDER(x.raw, x.fingerprint256);
       verdicts.set(c.id, { go, mvproxy: u === null ? 'none' : isRefusal(u) ? `refused: ${u.refused}` : `USER ${u.user}` });
+      if (process.env.MVPROXY_X509_TABLE) console.log(`${c.id.padEnd(40)} go: ${go.slice(0, 90)}\n${''.padEnd(40)} mvproxy: ${verdicts.get(c.id)!.mvproxy.slice(0, 150)}`);
     }
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -212,5 +239,6 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
     assert.deepEqual(holes, []);
     assert.equal(verdicts.get('control')?.mvproxy, 'USER ca-user', 'a plain CA still works');
     assert.equal(verdicts.get('control')?.go, 'USER ca-user');
+    assert.equal(verdicts.get('bundle-99-same-name')?.mvproxy, 'USER ca-user', 'a CA after 99 of its name still works (Go: 100 signature checks)');
   });
 });

@@ -1,9 +1,10 @@
 // What kube-apiserver (Go) makes of a client's certificate chain, offline: crypto/tls
 // processCertsFromClient (parse every certificate, RSA <= 8192 bits, the leaf's key type), the RSA
 // checks its CertificateVerify runs (crypto/rsa's 1024-bit minimum, fips140 checkPublicKey), then the
-// x509 authenticator's Verify against the client CA (KeyUsages: ClientAuth). Usage: x509-oracle DIR,
-// with DIR/ca.pem and, per case ID, ID.leaf.pem and ID.chain.pem (what the client sends after it).
-// Prints one line per case: "ID USER <cn>", "ID 401: <why>" or "ID HANDSHAKE: <why>".
+// x509 authenticator's Verify against the client CA file (KeyUsages: ClientAuth). Usage: x509-oracle
+// DIR, with DIR/ca.pem (the --client-ca-file, loaded as kube-apiserver loads it) and, per case ID,
+// ID.leaf.pem and ID.chain.pem (what the client sends after it).
+// Prints one line per case: "ID USER <cn>", "ID 401: <why>", "ID HANDSHAKE: <why>" or "ID CAFILE: <why>".
 package main
 
 import (
@@ -28,22 +29,34 @@ func pems(path string) [][]byte {
 		if p == nil {
 			return out
 		}
-		out = append(out, p.Bytes)
+		if p.Type == "CERTIFICATE" && len(p.Headers) == 0 {
+			out = append(out, p.Bytes)
+		}
 	}
 }
 
 func main() {
 	dir := os.Args[1]
+	// --client-ca-file as kube-apiserver loads it (client-go cert.NewPoolFromBytes, ParseCertsPEM):
+	// every CERTIFICATE block without headers; one Go cannot parse fails the whole file.
 	roots := x509.NewCertPool()
-	ca, err := x509.ParseCertificate(pems(filepath.Join(dir, "ca.pem"))[0])
-	if err != nil {
-		panic(err)
+	var loadErr error
+	for _, d := range pems(filepath.Join(dir, "ca.pem")) {
+		ca, err := x509.ParseCertificate(d)
+		if err != nil {
+			loadErr = err
+			break
+		}
+		roots.AddCert(ca)
 	}
-	roots.AddCert(ca)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.leaf.pem"))
 	sort.Strings(files)
 	for _, f := range files {
 		id := strings.TrimSuffix(filepath.Base(f), ".leaf.pem")
+		if loadErr != nil {
+			fmt.Printf("%-28s CAFILE: kube-apiserver does not load it: %v\n", id, loadErr)
+			continue
+		}
 		ders := append(pems(f), pems(filepath.Join(dir, id+".chain.pem"))...)
 		fmt.Printf("%-28s %s\n", id, judge(ders, roots))
 	}
