@@ -6,7 +6,8 @@
 import { X509Certificate } from 'node:crypto';
 import { ERRORS } from './errors';
 import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION, rawSubject } from './x509-name';
-import { goCertificate, GoRefusal, issuerProblem } from './x509-go';
+import { goPEMBlocks } from './go-pem';
+import { goCertificate, GoRefusal, issuerProblem, type GoCertificate } from './x509-go';
 
 /** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
 export interface Identity {
@@ -173,26 +174,35 @@ export class CertificateUsers {
     // kube-apiserver loads the file with client-go's ParseCertsPEM: one certificate Go cannot parse
     // fails the whole file (it does not start; a reload keeps the old bundle), where OpenSSL skips it
     // and verified the other CAs' leaves (helper 25). Here such a file asserts no user at all.
+    // The blocks Go's pem.Decode finds, and their exact bytes (OpenSSL's reader loads more, and
+    // re-encodes a certificate it reads in BER or with a trailer Go refuses: helper 26). A leaf is
+    // asserted only under one of these CAs, whatever else the TLS library trusts.
     let bundleProblem: string | undefined;
-    for (const m of String(pem).matchAll(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g)) {
-      try {
-        cas.push(new X509Certificate(m[0]));
-      } catch (e) {
-        bundleProblem ??= `a certificate of --client-ca-file cannot be read (${(e as Error).message}); kube-apiserver does not load such a file`;
-      }
-    }
+    const ders = goPEMBlocks(Buffer.isBuffer(pem) ? pem.toString('latin1') : pem)
+      .filter((b) => b.type === 'CERTIFICATE' && b.headers === 0)
+      .map((b) => b.bytes);
+    if (ders.length === 0) bundleProblem = '--client-ca-file holds no certificate kube-apiserver (Go) reads; kube-apiserver does not load such a file';
     const subjects = new Set<string>();
     const issuers = new Map<string, Issuer[]>();
-    for (const ca of cas) {
+    for (const der of ders) {
+      let go: GoCertificate;
       try {
-        const subject = rawSubject(ca.raw).toString('latin1');
-        subjects.add(subject);
-        const go = goCertificate(ca.raw, false);
-        issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
+        go = goCertificate(der, false);
       } catch (e) {
         if (!(e instanceof GoRefusal || e instanceof GoX509Error)) throw e;
         bundleProblem ??= `--client-ca-file holds a certificate kube-apiserver (Go) cannot parse (${e.message}); kube-apiserver does not load such a file`;
+        continue;
       }
+      let ca: X509Certificate;
+      try {
+        ca = new X509Certificate(der);
+      } catch {
+        continue; // Go reads it, OpenSSL does not: no leaf of it passes the handshake either
+      }
+      cas.push(ca);
+      const subject = rawSubject(der).toString('latin1');
+      subjects.add(subject);
+      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
     }
     this.cas = cas;
     this.caSubjects = subjects;
@@ -230,6 +240,7 @@ export class CertificateUsers {
     }
     const u = certificateUser(x.raw, x.fingerprint256, this.o);
     if (isRefusal(u)) return u;
+    if (this.bundleProblem !== undefined) return refuse(this.bundleProblem);
     // Go finds a certificate's CA by the exact bytes of its issuer name (CertPool byName);
     // OpenSSL compares names canonically (case and space folded, string types unified). A leaf whose
     // issuer is spelled differently from its CA's subject verifies here and is "signed by unknown
@@ -252,7 +263,6 @@ export class CertificateUsers {
       if (e instanceof GoRefusal || e instanceof GoX509Error) return refuse(`kube-apiserver (Go) refuses this certificate: ${e.message}`);
       throw e;
     }
-    if (this.bundleProblem !== undefined) return refuse(this.bundleProblem);
     const candidates = this.issuers.get(issuer) ?? [];
     // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
     // issuer's name in an order of its own: where it could run out, no user (helper 25).

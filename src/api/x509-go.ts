@@ -136,6 +136,8 @@ function validZone(z: string): boolean {
 const OID_RSA = '1.2.840.113549.1.1.1';
 const OID_EC = '1.2.840.10045.2.1';
 const OID_ED25519 = '1.3.101.112';
+const OID_X25519 = '1.3.101.110';
+const OID_DSA = '1.2.840.10040.4.1';
 /** Go's namedCurveFromOID: P-224, P-256, P-384, P-521 and their coordinate sizes. */
 const CURVES: Readonly<Record<string, number>> = { '1.3.132.0.33': 28, '1.2.840.10045.3.1.7': 32, '1.3.132.0.34': 48, '1.3.132.0.35': 66 };
 
@@ -198,6 +200,19 @@ function checkClientKey(der: Buffer, spki: Element): void {
       if (params !== undefined) refuse('x509: Ed25519 key encoded with illegal parameters');
       if (keyBytes.length !== 32) refuse('x509: wrong Ed25519 public key size');
       return;
+    // Keys Go parses (a malformed one fails the certificate) and crypto/tls never takes from a client.
+    case OID_X25519:
+      if (params !== undefined) refuse('x509: X25519 key encoded with illegal parameters');
+      if (keyBytes.length !== 32) refuse('x509: invalid X25519 public key');
+      break;
+    case OID_DSA: {
+      const y = element(keyBytes, 0, keyBytes.length);
+      const pqg = params !== undefined && params.tag === SEQUENCE ? children(der, params, 'x509: invalid DSA parameters').slice(0, 3) : [];
+      if (y === null || y.tag !== INTEGER || !validInteger(keyBytes, y)) refuse('x509: invalid DSA public key');
+      if (pqg.length !== 3 || pqg.some((e) => e.tag !== INTEGER || !validInteger(der, e))) refuse('x509: invalid DSA parameters');
+      if (integerValue(keyBytes, y!) <= 0n || pqg.some((e) => integerValue(der, e) <= 0n)) refuse('x509: zero or negative DSA parameter');
+      break;
+    }
   }
   refuse(`tls: client certificate contains an unsupported public key (${alg})`);
 }
@@ -549,6 +564,7 @@ function extension(oid: string, critical: boolean, value: Buffer, facts: Extensi
 export function goCertificate(der: Buffer, client: boolean): GoCertificate {
   certificateNames(der); // up to the subject, as Go: the version (≤ 3), serial, algorithms, names
   const cert = expect(der, 0, der.length, SEQUENCE, 'x509: malformed certificate');
+  if (cert.end !== der.length) refuse('x509: trailing data');
   const tbs = expect(der, cert.contentStart, cert.end, SEQUENCE, 'x509: malformed tbs certificate');
   const fields = children(der, tbs, 'x509: malformed tbs certificate');
   let i = 0;
@@ -572,7 +588,9 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
     try {
       checkClientKey(der, spki);
     } catch (e) {
-      if (!(e instanceof GoRefusal)) throw e;
+      // Go's parse errors ("x509: …") fail the certificate, and so the CA file; the rest (crypto/rsa's,
+      // crypto/tls's) only leave this CA verifying nothing (helper 26: a secp256k1 CA beside a good one).
+      if (!(e instanceof GoRefusal) || e.message.startsWith('x509:')) throw e;
       signerProblem = `its key: ${e.message}`;
     }
   }

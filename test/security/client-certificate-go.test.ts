@@ -157,6 +157,8 @@ interface CACase {
   caVersion?: number;
   /** Certificates of the CA file before the CA, given its name. */
   before?: (caName: Buffer) => Buffer[];
+  /** The CA file's bytes from the CA's DER (default: the `before` certificates and the CA, as PEM). */
+  file?: (ca: Buffer) => Buffer;
 }
 /** Client CAs Go verifies nothing with, or not with every leaf (attack round 24), and their leaves. */
 const CA_CASES: CACase[] = [
@@ -200,8 +202,23 @@ const CA_CASES: CACase[] = [
   { id: 'bundle-good+nc-a..b', caExts: CA_EXTS, before: () => [selfSigned('other-nc', [...CA_EXTS, nc([gn(0x82, 'a..b')], [])])] },
   { id: 'bundle-101-same-name', caExts: CA_EXTS, caKey: rsaKey(2048), before: (name) => Array.from({ length: 100 }, () => { const k = ecKey(); return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions: CA_EXTS }); }) },
   { id: 'bundle-99-same-name', caExts: CA_EXTS, caKey: rsaKey(2048), before: (name) => Array.from({ length: 99 }, () => { const k = ecKey(); return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions: CA_EXTS }); }) },
+  // Attack round 26: a CA file OpenSSL reads otherwise than Go: a signer Go's pem.Decode skips (a
+  // byte-order mark, a form feed after BEGIN), its DER with a trailer or in BER (OpenSSL re-encodes
+  // it, Go fails the file), and a CA key Go cannot parse beside a good CA.
+  { id: 'pem-bom-before-signer', caExts: CA_EXTS, file: (ca) => Buffer.concat([Buffer.from(pem(selfSigned('good', CA_EXTS))), Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(pem(ca))]) },
+  { id: 'pem-formfeed-after-begin', caExts: CA_EXTS, file: (ca) => Buffer.from(pem(selfSigned('good', CA_EXTS)) + pem(ca).replace('-----BEGIN CERTIFICATE-----\n', '-----BEGIN CERTIFICATE-----\f\n'), 'latin1') },
+  { id: 'der-trailer-signer', caExts: CA_EXTS, file: (ca) => Buffer.from(pem(selfSigned('good', CA_EXTS)) + pem(Buffer.concat([ca, Buffer.from([0x30, 0x00])]))) },
+  { id: 'ber-outer-signer', caExts: CA_EXTS, file: (ca) => Buffer.from(pem(selfSigned('good', CA_EXTS)) + pem(longerLength(ca))) },
+  { id: 'bundle-good+secp256k1', caExts: CA_EXTS, before: () => { const k = ecKey('secp256k1'); const n = nameDER([CN('k1')]); return [buildCert({ issuer: n, subject: n, spki: k.spki, signer: k.priv, extensions: CA_EXTS })]; } },
   { id: 'ca-nc-perm-othername+leaf-othername', caExts: [...CA_EXTS, nc([tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('x'))))], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'a.com'), tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('y')))))] },
 ];
+
+/** A DER certificate with its outer SEQUENCE's length one octet longer than DER allows (BER). */
+function longerLength(der: Buffer): Buffer {
+  const n = der[1]! & 0x7f;
+  assert.ok(der[1]! & 0x80, 'a certificate longer than 127 bytes');
+  return Buffer.concat([Buffer.from([0x30, 0x80 | (n + 1), 0]), der.subarray(2)]);
+}
 
 /** A self-signed CA certificate (for a CA file's other entries). */
 function selfSigned(cn: string, extensions: Buffer[], version?: number): Buffer {
@@ -222,7 +239,7 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
       const leaf = buildCert({ issuer: caName, subject: nameDER([CN('ca-user')]), spki: ecKey().spki, signer: k.priv, extensions: c.leafExts ?? LEAF_EXTS });
       const sub = join(dir, c.id.replace(/[^\w.-]/g, '_'));
       mkdirSync(sub);
-      writeFileSync(join(sub, 'ca.pem'), [...(c.before?.(caName) ?? []), ca].map(pem).join(''));
+      writeFileSync(join(sub, 'ca.pem'), c.file ? c.file(ca) : [...(c.before?.(caName) ?? []), ca].map(pem).join(''));
       writeFileSync(join(sub, 'leaf.leaf.pem'), pem(leaf));
       writeFileSync(join(sub, 'leaf.chain.pem'), '');
       const go = execFileSync(oracle, [sub], { encoding: 'utf8' }).trim().replace(/^leaf\s+/, '');
