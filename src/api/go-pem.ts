@@ -25,7 +25,17 @@ function getLine(data: string): [line: string, rest: string, consumed: number] {
     j = i + 1;
     if (i > 0 && data[i - 1] === '\r') i--;
   }
-  return [data.slice(0, i).replace(/[ \t]+$/, ''), data.slice(j), j];
+  return [trimRightSpacesAndTabs(data.slice(0, i)), data.slice(j), j];
+}
+
+/**
+ * bytes.TrimRight(s, " \t"), in linear time: a regex /[ \t]+$/ retried from every space of a long run
+ * followed by another byte (100,000 spaces and an "x": 8.6 s in setClientCA, helper 27).
+ */
+function trimRightSpacesAndTabs(s: string): string {
+  let end = s.length;
+  while (end > 0 && (s.charCodeAt(end - 1) === 0x20 || s.charCodeAt(end - 1) === 0x09)) end--;
+  return s.slice(0, end);
 }
 
 /**

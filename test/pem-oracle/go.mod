@@ -1,0 +1,3 @@
+module mvproxy-pem-oracle
+
+go 1.26
