@@ -56,7 +56,7 @@ const OUTSIDE_THE_LEAF: Record<string, string> = {
   'chain-extra-unparseable': 'extra certificate',
 };
 
-describe('client certificates: mvproxy asserts no user Go would refuse', { skip: oracleUnavailable() }, () => {
+describe('client certificates: mvproxy asserts no user Go would refuse', { skip: oracleUnavailable("this test judges certificates by Go's crypto/tls and crypto/x509 (test/x509-oracle)") }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-x509-'));
   const built = new Map<string, Built>();
   const go = new Map<string, string>();
@@ -227,7 +227,7 @@ function selfSigned(cn: string, extensions: Buffer[], version?: number): Buffer 
   return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions, version });
 }
 
-describe('a client CA Go would not verify a leaf with: mvproxy asserts none of its users', { skip: oracleUnavailable() }, () => {
+describe('a client CA Go would not verify a leaf with: mvproxy asserts none of its users', { skip: oracleUnavailable("this test judges certificates by Go's crypto/tls and crypto/x509 (test/x509-oracle)") }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-x509-ca-'));
   const verdicts = new Map<string, { go: string; mvproxy: string }>();
   before(() => {

@@ -12,7 +12,7 @@ import { goPEMBlocks } from '../../src/api/go-pem';
 import { buildGoProgram, oracleUnavailable } from '../support/go-oracle';
 import { pemInputs } from '../support/pem-inputs';
 
-test("the PEM blocks mvproxy reads in a CA file are the ones Go's pem.Decode reads", { skip: oracleUnavailable() }, () => {
+test("the PEM blocks mvproxy reads in a CA file are the ones Go's pem.Decode reads", { skip: oracleUnavailable("this test compares with Go's encoding/pem (test/pem-oracle)") }, () => {
   const inputs = [1, 2, 3].flatMap((seed) => pemInputs(seed, 4000));
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-pem-'));
   try {

@@ -14,13 +14,13 @@ const ROOT = join(__dirname, '..', '..');
 const SRC = join(ROOT, 'test', 'oracle');
 const OUT = join(ROOT, '.cache', 'oracle');
 
-/** Why the oracle cannot be built here (no Go), or undefined. */
-export function oracleUnavailable(): string | undefined {
+/** Why a Go oracle cannot be built here (no Go), or undefined; `oracle` says which and what for. */
+export function oracleUnavailable(oracle = 'the differential test builds Go net/http as its oracle'): string | undefined {
   try {
     execFileSync('go', ['version'], { stdio: 'ignore' });
     return undefined;
   } catch {
-    return 'go is not installed: the differential test builds Go net/http as its oracle';
+    return `go is not installed: ${oracle}`;
   }
 }
 
