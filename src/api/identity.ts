@@ -156,7 +156,6 @@ interface Issuer {
  */
 export class CertificateUsers {
   private readonly cache = new Map<string, CertificateUser>();
-  private caSubjects = new Set<string>();
   private cas: X509Certificate[] = [];
   /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
   private issuers = new Map<string, Issuer[]>();
@@ -182,7 +181,6 @@ export class CertificateUsers {
       .filter((b) => b.type === 'CERTIFICATE' && b.headers === 0)
       .map((b) => b.bytes);
     if (ders.length === 0) bundleProblem = '--client-ca-file holds no certificate kube-apiserver (Go) reads; kube-apiserver does not load such a file';
-    const subjects = new Set<string>();
     const issuers = new Map<string, Issuer[]>();
     for (const der of ders) {
       let go: GoCertificate;
@@ -201,11 +199,9 @@ export class CertificateUsers {
       }
       cas.push(ca);
       const subject = rawSubject(der).toString('latin1');
-      subjects.add(subject);
       issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
     }
     this.cas = cas;
-    this.caSubjects = subjects;
     this.issuers = issuers;
     this.bundleProblem = bundleProblem;
     this.cache.clear();
@@ -246,7 +242,7 @@ export class CertificateUsers {
     // issuer is spelled differently from its CA's subject verifies here and is "signed by unknown
     // authority" to kube-apiserver: refused.
     const issuer = certificateNames(x.raw).rawIssuer.toString('latin1');
-    if (!this.caSubjects.has(issuer)) {
+    if (!this.issuers.has(issuer)) {
       if (this.cas.some((ca) => x.checkIssued(ca))) return refuse("the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA", true);
       // Signed by an intermediate the client sent: Go checks every certificate of that chain by its
       // own rules (keys, signature algorithms, extensions, policies), which OpenSSL and BoringSSL do

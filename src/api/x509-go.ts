@@ -18,15 +18,12 @@
 
 import { createPublicKey } from 'node:crypto';
 import { isIP } from 'node:net';
-import { certificateNames, element, expect, GoX509Error, objectIdentifier, validInteger, type Element } from './x509-name';
+import { certificateNames, element, expect, GoX509Error, INTEGER, objectIdentifier, OID, SEQUENCE, validInteger, type Element } from './x509-name';
 
-const INTEGER = 0x02;
 const BIT_STRING = 0x03;
 const OCTET_STRING = 0x04;
 const NULL = 0x05;
-const OID = 0x06;
 const BOOLEAN = 0x01;
-const SEQUENCE = 0x30;
 const UTC_TIME = 0x17;
 const GENERALIZED_TIME = 0x18;
 
@@ -47,7 +44,7 @@ export interface GoCertificate {
 }
 
 /** Go's keyUsage bit for keyCertSign (x509.KeyUsageCertSign = 1 << 5). */
-export const KEY_USAGE_CERT_SIGN = 1 << 5;
+const KEY_USAGE_CERT_SIGN = 1 << 5;
 
 /** A certificate Go refuses: why, in Go's words where Go has them. */
 export class GoRefusal extends Error {}

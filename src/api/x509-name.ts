@@ -31,15 +31,15 @@ export const OID_ORGANIZATION = '2.5.4.10';
 export const OID_KUBERNETES_UID = '1.3.6.1.4.1.57683.2';
 
 // Universal tags (cryptobyte/asn1).
-const INTEGER = 0x02;
-const OID = 0x06;
+export const INTEGER = 0x02;
+export const OID = 0x06;
 const UTF8_STRING = 0x0c;
 const NUMERIC_STRING = 0x12;
 const PRINTABLE_STRING = 0x13;
 const T61_STRING = 0x14;
 const IA5_STRING = 0x16;
 const BMP_STRING = 0x1e;
-const SEQUENCE = 0x30;
+export const SEQUENCE = 0x30;
 const SET = 0x31;
 const VERSION_TAG = 0xa0; // [0] EXPLICIT, constructed
 
