@@ -5,9 +5,8 @@
 
 import { X509Certificate } from 'node:crypto';
 import { ERRORS } from './errors';
-import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION, rawSubject } from './x509-name';
-import { goPEMBlocks } from './go-pem';
-import { goCertificate, GoRefusal, issuerProblem, type GoCertificate } from './x509-go';
+import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION } from './x509-name';
+import { ClientCA } from './client-ca';
 
 /** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
 export interface Identity {
@@ -139,28 +138,15 @@ export function certificateUser(der: Buffer, fingerprint256: string, o: Certific
   return uid === undefined ? { user, groups, extra } : { user, groups, uid, extra };
 }
 
-/** crypto/x509 verify.go maxChainSignatureChecks. */
-const MAX_SIGNATURE_CHECKS = 100;
-
-/** A certificate of --client-ca-file as an issuer of leaves. */
-interface Issuer {
-  readonly ca: X509Certificate;
-  /** Why Go would not verify a leaf it signed (x509-go.ts issuerProblem), or undefined. */
-  readonly problem: string | undefined;
-}
-
 /**
  * The certificate users of one client listener: certificateUser with the listener's options, the
- * issuer check below, and a bounded cache (uWS hands the PEM per request, and parsing costs ~30 µs
+ * issuer check of client-ca.ts, and a bounded cache (uWS hands the PEM per request, and parsing costs ~30 µs
  * where a Map lookup costs well under 1).
  */
 export class CertificateUsers {
   private readonly cache = new Map<string, CertificateUser>();
-  private cas: X509Certificate[] = [];
-  /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
-  private issuers = new Map<string, Issuer[]>();
-  /** Why kube-apiserver would not load this --client-ca-file at all, or undefined. */
-  private bundleProblem: string | undefined;
+  /** --client-ca-file as kube-apiserver reads it: a user only under a CA of it that signed the leaf directly. */
+  private ca: ClientCA | undefined;
   static readonly CACHE_MAX = 1024;
 
   constructor(private readonly o: CertificateUserOptions, clientCA?: Buffer | string) {
@@ -169,41 +155,8 @@ export class CertificateUsers {
 
   /** The client CA bundle (--client-ca-file), again after a reload. */
   setClientCA(pem: Buffer | string): void {
-    const cas: X509Certificate[] = [];
-    // kube-apiserver loads the file with client-go's ParseCertsPEM: one certificate Go cannot parse
-    // fails the whole file (it does not start; a reload keeps the old bundle), where OpenSSL skips it
-    // and verified the other CAs' leaves (helper 25). Here such a file asserts no user at all.
-    // The blocks Go's pem.Decode finds, and their exact bytes (OpenSSL's reader loads more, and
-    // re-encodes a certificate it reads in BER or with a trailer Go refuses: helper 26). A leaf is
-    // asserted only under one of these CAs, whatever else the TLS library trusts.
-    let bundleProblem: string | undefined;
-    const ders = goPEMBlocks(Buffer.isBuffer(pem) ? pem.toString('latin1') : pem)
-      .filter((b) => b.type === 'CERTIFICATE' && b.headers === 0)
-      .map((b) => b.bytes);
-    if (ders.length === 0) bundleProblem = '--client-ca-file holds no certificate kube-apiserver (Go) reads; kube-apiserver does not load such a file';
-    const issuers = new Map<string, Issuer[]>();
-    for (const der of ders) {
-      let go: GoCertificate;
-      try {
-        go = goCertificate(der, false);
-      } catch (e) {
-        if (!(e instanceof GoRefusal || e instanceof GoX509Error)) throw e;
-        bundleProblem ??= `--client-ca-file holds a certificate kube-apiserver (Go) cannot parse (${e.message}); kube-apiserver does not load such a file`;
-        continue;
-      }
-      let ca: X509Certificate;
-      try {
-        ca = new X509Certificate(der);
-      } catch {
-        continue; // Go reads it, OpenSSL does not: no leaf of it passes the handshake either
-      }
-      cas.push(ca);
-      const subject = rawSubject(der).toString('latin1');
-      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
-    }
-    this.cas = cas;
-    this.issuers = issuers;
-    this.bundleProblem = bundleProblem;
+    if (this.ca === undefined) this.ca = new ClientCA('--client-ca-file', pem);
+    else this.ca.set(pem);
     this.cache.clear();
   }
 
@@ -236,37 +189,10 @@ export class CertificateUsers {
     }
     const u = certificateUser(x.raw, x.fingerprint256, this.o);
     if (isRefusal(u)) return u;
-    if (this.bundleProblem !== undefined) return refuse(this.bundleProblem);
-    // Go finds a certificate's CA by the exact bytes of its issuer name (CertPool byName);
-    // OpenSSL compares names canonically (case and space folded, string types unified). A leaf whose
-    // issuer is spelled differently from its CA's subject verifies here and is "signed by unknown
-    // authority" to kube-apiserver: refused.
-    const issuer = certificateNames(x.raw).rawIssuer.toString('latin1');
-    if (!this.issuers.has(issuer)) {
-      if (this.cas.some((ca) => x.checkIssued(ca))) return refuse("the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA", true);
-      // Signed by an intermediate the client sent: Go checks every certificate of that chain by its
-      // own rules (keys, signature algorithms, extensions, policies), which OpenSSL and BoringSSL do
-      // not share (an RSA-512 or SHA-1-signed intermediate verified on uWS: helper 22), and uWS
-      // shows mvproxy only the leaf. Put the intermediate in --client-ca-file to use such leaves.
-      return refuse('the certificate was issued by an intermediate the client sent, not by a certificate of --client-ca-file; mvproxy asserts only users its client CAs signed directly (add the intermediate to --client-ca-file)');
-    }
-    // The rest of what kube-apiserver (Go) checks before it believes the names: the whole
-    // certificate as Go parses it, the key crypto/tls takes, the signature algorithm Verify takes
-    // (x509-go.ts), and a CA of that exact name that signed it and may sign.
-    try {
-      goCertificate(x.raw, true);
-    } catch (e) {
-      if (e instanceof GoRefusal || e instanceof GoX509Error) return refuse(`kube-apiserver (Go) refuses this certificate: ${e.message}`);
-      throw e;
-    }
-    const candidates = this.issuers.get(issuer) ?? [];
-    // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
-    // issuer's name in an order of its own: where it could run out, no user (helper 25).
-    if (candidates.length > MAX_SIGNATURE_CHECKS) return refuse(`${candidates.length} certificates of --client-ca-file share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks`);
-    const signers = candidates.filter(({ ca }) => x.verify(ca.publicKey));
-    if (signers.length === 0) return refuse('no certificate of --client-ca-file with its issuer name signed it');
-    const usable = signers.filter((s) => s.problem === undefined);
-    if (usable.length === 0) return refuse(`kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}`);
-    return u;
+    if (this.ca === undefined) return refuse('no --client-ca-file is loaded to check its issuer against');
+    // kube-apiserver's x509 authenticator finds no issuer for a leaf whose issuer name is no CA's
+    // subject byte for byte: no user there, and a token may decide (tokenMayDecide).
+    const p = this.ca.problem(x);
+    return p === undefined ? u : p.noIssuer ? refuse(p.why, true) : refuse(p.why);
   }
 }

@@ -16,6 +16,7 @@ import { webSocketDialer } from '../upstream/websocket';
 import { lowercasedHeaders, tunnelUpgrade } from '../upstream/upgrade';
 import { writeStatus } from '../respond/write';
 import { certificateRefusal, isRefusal } from '../api/identity';
+import { ClientCA } from '../api/client-ca';
 import { PeerProxiedHeader } from '../api/headers';
 import { firstValue } from '../proxy/proxied';
 import type { CompletedConfig } from './complete';
@@ -78,6 +79,8 @@ export interface PeerListener {
   readonly frontend: 'uws' | 'node';
   /** For certificate reload: the node:https server, or the uWS listener. */
   readonly server?: https.Server;
+  /** --requestheader-client-ca-file as Go reads it: a reload gives it the new file. */
+  readonly ca: ClientCA;
   readonly uws?: UwsRunningListener;
 }
 
@@ -91,6 +94,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
     writeStatus(ex, ErrorCode.MVP_ERR_PEER_UNAUTHORIZED);
   };
   const peerChoice = choosePeerFrontend(clientFrontend, policy.minVersion, undefined, config.peerFrontend);
+  const ca = new ClientCA('--requestheader-client-ca-file', files.clientCA);
   let opened: PeerListener;
   if (peerChoice.frontend === 'uws' && c.frontend.frontend === 'uws') {
     const l = await listenPeerUWS(c.frontend.uws, {
@@ -99,6 +103,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
       files: { certFile: (config.peerTLSCertFile ?? config.tlsCertFile)!, keyFile: (config.peerTLSPrivateKeyFile ?? config.tlsPrivateKeyFile)!, caFile: config.requestheaderClientCAFile! },
       ciphers: policy.ciphers,
       allowedNames: config.requestheaderAllowedNames,
+      ca,
       isIdentityHeader: (name) => c.identityRules.isIdentityHeader(name),
       onRequest: (ex) => handler.handlePeer(ex),
       onRejected,
@@ -106,7 +111,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
       onUpgradeRefused: (ex) => writeStatus(ex, ErrorCode.MVP_ERR_PEER_UPGRADE),
       lifecycle,
     });
-    opened = { listener: l, frontend: 'uws', uws: l };
+    opened = { listener: l, frontend: 'uws', uws: l, ca };
   } else {
     const l = await listenPeer({
       host: config.peerBindAddress,
@@ -114,6 +119,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
       cert: files.cert,
       key: files.key,
       clientCA: files.clientCA,
+      ca,
       policy,
       allowedNames: config.requestheaderAllowedNames,
       onRequest: (ex) => handler.handlePeer(ex),
@@ -123,7 +129,7 @@ export async function listenPeerListener(c: CompletedConfig, p: Components, clie
       reusePort: config.reusePort,
       onRejected,
     });
-    opened = { listener: l, frontend: 'node', server: l.server as https.Server };
+    opened = { listener: l, frontend: 'node', server: l.server as https.Server, ca };
   }
   log.info(0, `peer listener front end: ${peerChoice.frontend === 'uws' ? 'uWebSockets.js' : 'node:https'}`, { frontend: peerChoice.frontend, reason: peerChoice.reason });
   return opened;

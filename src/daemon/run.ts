@@ -62,6 +62,7 @@ export async function run(c: CompletedConfig, p: Components, started: Started): 
     peerTLS: c.peerTLS,
     peerServer: peer?.server,
     peerUWS: peer?.uws,
+    peerCA: peer?.ca,
     clientServer: client.server,
     clientUWS: client.uws,
     local: [p.localPlainPool, { swap: () => c.localTLS && p.relayLocal.setTLS(c.localTLS) }, { swap: () => c.localTLS && p.relayLocalPlain.setTLS(c.localPlainTLS()!) }],

@@ -5,6 +5,7 @@
 import { tlsPolicy } from '../config/tls-policy';
 import type https from 'node:https';
 import type { CertificateUsers } from '../api/identity';
+import type { ClientCA } from '../api/client-ca';
 import type { DaemonConfig } from '../config/types';
 import type { PeerPools, TLSFiles } from '../upstream/pools';
 import type { UwsRunningListener } from '../listener/uws';
@@ -21,6 +22,8 @@ export interface CertReloadTargets {
   /** The peer listener: node:https, or uWS (reloaded by listening anew, listener/uws.ts). */
   peerServer?: https.Server;
   peerUWS?: UwsRunningListener;
+  /** The peer listener's --requestheader-client-ca-file as Go reads it (api/client-ca.ts): given the new file on a reload. */
+  peerCA?: ClientCA;
   /** The uWS front end's client listener, when it serves TLS. */
   clientUWS?: UwsRunningListener;
   /** The node front end's client listener, when it serves TLS. */
@@ -65,6 +68,7 @@ export function startCertReload(t: CertReloadTargets): { stop(): void; certifica
       apply: (m) => {
         if (server) server.setSecureContext({ cert: m.cert, key: m.key, ca: m.ca, ...policy });
         else if (uwsListener) reloadUWS(uwsListener, m, 'the peer listener', t.log);
+        if (m.ca) t.peerCA?.set(m.ca);
       },
     });
   }

@@ -17,6 +17,7 @@ import { ListenerState, MAX_HEADER_BYTES, MAX_HEADER_FIELDS, type Exchange, type
 import { NodeExchange, behindRefusal, isHTTP2 } from './node-http';
 import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
+import type { ClientCA } from '../api/client-ca';
 import { answerStatus, closeAfterAnswer } from './answer';
 import { peerCertificateProblem, peerDERProblem } from './peer-auth';
 import type { ConnectionCount } from '../telemetry/connections';
@@ -99,8 +100,10 @@ export interface PeerListenerOptions {
   /** Serving certificate and key: peers check it against their --peer-ca-file as kubernetes.default.svc. */
   cert: Buffer;
   key: Buffer;
-  /** --requestheader-client-ca-file: the CA peers' proxy client certificates must chain to. */
+  /** --requestheader-client-ca-file: the CA peers' proxy client certificates must chain to (the handshake's, OpenSSL). */
   clientCA: Buffer;
+  /** The same file as Go reads it: a peer's certificate must be one of its CAs signed directly (listener/peer-auth.ts). */
+  ca: ClientCA;
   /** --tls-min-version / --tls-cipher-suites. */
   policy?: TLSPolicy;
   /** --requestheader-allowed-names; empty = any CN signed by clientCA. */
@@ -153,7 +156,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     },
     handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   ) as unknown as http.Server;
-  server.on('secureConnection', (sock: TLSSocket) => ((sock as Verified)[PEER_VERDICT] = peerVerdict(sock, allowed)));
+  server.on('secureConnection', (sock: TLSSocket) => ((sock as Verified)[PEER_VERDICT] = peerVerdict(sock, allowed, o.ca)));
   answerExpectations(server, handler);
   // Upgrades between peers: in-tree never proxies them (they would arrive without identity,
   // docs/kubernetes-mvp.md §2.3); mvproxy's own failover (issue 30) sends them with the front-proxy
@@ -269,9 +272,9 @@ function connectionSocket(req: http.IncomingMessage): TLSSocket {
   return ((req as unknown as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket) as TLSSocket;
 }
 
-function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>): string | null {
+function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>, ca: ClientCA): string | null {
   if (!sock.authorized) return peerCertificateProblem(false, String(sock.authorizationError), undefined, allowed);
-  return peerDERProblem(sock.getPeerCertificate().raw, allowed);
+  return peerDERProblem(sock.getPeerCertificate().raw, allowed, ca);
 }
 
 export interface NodeRunningListener extends RunningListener {

@@ -1,7 +1,8 @@
 // Who may use the peer listener, on either front end: a client certificate the request-header CA
 // verified (checked in the TLS handshake), whose common name is in --requestheader-allowed-names
 // when that list is set (kube's requestheader authenticator, docs/kubernetes-mvp.md §2.5).
-import { goCertificate, GoRefusal } from '../api/x509-go';
+import { X509Certificate } from 'node:crypto';
+import type { ClientCA } from '../api/client-ca';
 import { goCommonName, GoX509Error } from '../api/x509-name';
 
 /**
@@ -15,17 +16,20 @@ export function peerCertificateProblem(verified: boolean, why: string, commonNam
 }
 
 /**
- * A peer's verified certificate, as kube-apiserver's requestheader authenticator would take it: Go
- * parses it whole, with a key crypto/tls takes, a signature algorithm Verify takes and a client-auth
- * usage (api/x509-go.ts; OpenSSL and BoringSSL verify certificates Go refuses: helper 22), and its
- * CN (the last, as Go reads it) in --requestheader-allowed-names when that is set. Why not, or null.
+ * A peer's verified certificate, as kube-apiserver's requestheader authenticator would take it: a
+ * certificate of --requestheader-client-ca-file, read as Go reads the file, signed it directly, and
+ * Go takes it whole (api/client-ca.ts: the key crypto/tls takes, a signature algorithm Verify takes,
+ * a client-auth usage; OpenSSL and BoringSSL verify certificates and chains Go refuses: helper 22),
+ * and its CN (the last, as Go reads it) is in --requestheader-allowed-names when that is set. Why
+ * not, or null.
  */
-export function peerDERProblem(der: Buffer, allowed: ReadonlySet<string>): string | null {
+export function peerDERProblem(der: Buffer, allowed: ReadonlySet<string>, ca: ClientCA): string | null {
   try {
-    goCertificate(der, true);
+    const p = ca.problem(new X509Certificate(der));
+    if (p !== undefined) return `client certificate refused as kube-apiserver (Go) would refuse it: ${p.why}`;
     return peerCertificateProblem(true, '', goCommonName(der), allowed);
   } catch (e) {
-    if (e instanceof GoRefusal || e instanceof GoX509Error) return `client certificate refused as kube-apiserver (Go) refuses it: ${e.message}`;
+    if (e instanceof GoX509Error) return `client certificate refused as kube-apiserver (Go) refuses it: ${e.message}`;
     return `client certificate unreadable: ${(e as Error).message}`;
   }
 }

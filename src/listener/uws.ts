@@ -30,6 +30,7 @@ import { Readable } from 'node:stream';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uwebsockets';
 import { ListenerState, MAX_HEADER_BYTES, type ClientResponse, type Exchange, type ResponseHead, type RunningListener } from './exchange';
 import { CertificateUsers, certificateRefusal, isRefusal, type Identity } from '../api/identity';
+import type { ClientCA } from '../api/client-ca';
 import { listHasToken } from '../api/headers';
 import { X509Certificate } from 'node:crypto';
 import { codedError, ErrorCode } from '../api/errors';
@@ -830,6 +831,8 @@ export interface UwsPeerListenerOptions {
   ciphers?: string;
   /** --requestheader-allowed-names; empty = any CN signed by the CA. */
   allowedNames: readonly string[];
+  /** files.caFile as Go reads it: a peer's certificate must be one of its CAs signed directly (listener/peer-auth.ts). */
+  ca: ClientCA;
   /** Front-proxy identity header names (--requestheader-*-headers), lowercase: their values are checked as they arrived. */
   isIdentityHeader(lowerName: string): boolean;
   onRequest(ex: Exchange): void;
@@ -848,15 +851,20 @@ export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promis
   const allowed = new Set(o.allowedNames);
   // By certificate PEM (uWS gives it per request): parsing one costs ~30 µs, a lookup well under 1.
   const verdicts = new Map<string, string | null>();
+  let caGeneration = o.ca.generation;
   const peerProblem = (res: HttpResponse): string | null => {
     // uSockets with ca_file_name fails the handshake of a certificate that does not verify, and
     // lets a connection without one through: refused here, per request, as node's listener does.
     const pem = (res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.();
     if (!pem) return NO_PEER_CERTIFICATE;
+    if (caGeneration !== o.ca.generation) {
+      verdicts.clear(); // a reloaded CA file: every certificate is judged again
+      caGeneration = o.ca.generation;
+    }
     let why = verdicts.get(pem);
     if (why === undefined) {
       try {
-        why = peerDERProblem(new X509Certificate(pem).raw, allowed);
+        why = peerDERProblem(new X509Certificate(pem).raw, allowed, o.ca);
       } catch (e) {
         why = `client certificate unreadable: ${(e as Error).message}`;
       }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CertificateUsers, isRefusal } from '../../src/api/identity';
 import { peerDERProblem } from '../../src/listener/peer-auth';
+import { ClientCA } from '../../src/api/client-ca';
 import { createCA } from '../../src/pki/throwaway';
 import { buildGoProgram, oracleUnavailable } from '../support/go-oracle';
 import { bits, buildCert, CA_EXTS, ecKey, ext, int, LEAF_EXTS, oid, pem, rootIssuer, rsaKey, san, seq, subjectOf, tlv, type Key } from '../support/cert-cases/builder';
@@ -133,12 +134,30 @@ describe('client certificates: mvproxy asserts no user Go would refuse', { skip:
   });
 
   test("a peer's certificate Go refuses may not use the peer listener (kube-apiserver's requestheader authenticator would refuse it)", () => {
+    // The peer listener believes X-Remote-* from a certificate of --requestheader-client-ca-file,
+    // which kube-apiserver checks with the same Verify as a client certificate (Roots from the file,
+    // client-auth usage): every certificate it takes, Go takes, with or without the client's chain.
+    const peerCA = new ClientCA('--requestheader-client-ca-file', readFileSync(join(dir, 'ca.pem')));
     const der = (id: string) => new X509Certificate(built.get(id)!.leaf).raw;
-    assert.equal(peerDERProblem(der('ctl-root'), new Set()), null);
-    assert.equal(peerDERProblem(der('ctl-root'), new Set(['a3-ctl-root'])), null);
+    assert.equal(peerDERProblem(der('ctl-root'), new Set(), peerCA), null);
+    assert.equal(peerDERProblem(der('ctl-root'), new Set(['a3-ctl-root']), peerCA), null);
+    assert.match(peerDERProblem(der('ctl-root'), new Set(['someone-else']), peerCA) ?? '', /is not in --requestheader-allowed-names/);
+    const holes: string[] = [];
+    for (const [id, b] of built) {
+      let x: X509Certificate;
+      try {
+        x = new X509Certificate(b.leaf);
+      } catch {
+        continue; // the TLS library refuses it before mvproxy reads it
+      }
+      if (peerDERProblem(x.raw, new Set(), peerCA) === null && !go.get(id)?.startsWith('USER ') && OUTSIDE_THE_LEAF[id] === undefined) holes.push(`${id}: Go ${go.get(id)}`);
+    }
+    assert.deepEqual(holes, []);
+    // Before: a chain through an intermediate the peer sent was OpenSSL's (or BoringSSL's) to judge.
+    assert.match(peerDERProblem(der('ctl-ecint'), new Set(), peerCA) ?? '', /issued by an intermediate the client sent, not by a certificate of --requestheader-client-ca-file/);
     for (const id of ['sig-ecdsa-sha1', 'key-rsa1016', 'key-rsa-e1', 'key-secp256k1', 'ext-dup-unknown', 'ext-san-ip5', 'crit-unknown', 'eku-server', 'ext-uri-two-ports', 'ext-uri-user-dot-host']) {
       assert.doesNotMatch(go.get(id) ?? '', /^USER /, `${id}: Go`);
-      assert.match(peerDERProblem(der(id), new Set()) ?? '', /refused as kube-apiserver \(Go\) refuses it/, id);
+      assert.match(peerDERProblem(der(id), new Set(), peerCA) ?? '', /refused as kube-apiserver \(Go\) would refuse it/, id);
     }
   });
 });
@@ -229,7 +248,7 @@ function selfSigned(cn: string, extensions: Buffer[], version?: number): Buffer 
 
 describe('a client CA Go would not verify a leaf with: mvproxy asserts none of its users', { skip: oracleUnavailable("this test judges certificates by Go's crypto/tls and crypto/x509 (test/x509-oracle)") }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'mvproxy-x509-ca-'));
-  const verdicts = new Map<string, { go: string; mvproxy: string }>();
+  const verdicts = new Map<string, { go: string; mvproxy: string; peer: string | null }>();
   before(() => {
     const oracle = buildGoProgram(ORACLE_SRC, 'x509-oracle');
     for (const c of CA_CASES) {
@@ -245,7 +264,8 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
       const go = execFileSync(oracle, [sub], { encoding: 'utf8' }).trim().replace(/^leaf\s+/, '');
       const x = new X509Certificate(leaf);
       const u = new CertificateUsers({ uidHeader: false }, readFileSync(join(sub, 'ca.pem'))).ofDER(x.raw, x.fingerprint256);
-      verdicts.set(c.id, { go, mvproxy: u === null ? 'none' : isRefusal(u) ? `refused: ${u.refused}` : `USER ${u.user}` });
+      const peer = peerDERProblem(x.raw, new Set(), new ClientCA('--requestheader-client-ca-file', readFileSync(join(sub, 'ca.pem'))));
+      verdicts.set(c.id, { go, mvproxy: u === null ? 'none' : isRefusal(u) ? `refused: ${u.refused}` : `USER ${u.user}`, peer });
       if (process.env.MVPROXY_X509_TABLE) console.log(`${c.id.padEnd(40)} go: ${go.slice(0, 90)}\n${''.padEnd(40)} mvproxy: ${verdicts.get(c.id)!.mvproxy.slice(0, 150)}`);
     }
   });
@@ -257,5 +277,12 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
     assert.equal(verdicts.get('control')?.mvproxy, 'USER ca-user', 'a plain CA still works');
     assert.equal(verdicts.get('control')?.go, 'USER ca-user');
     assert.equal(verdicts.get('bundle-99-same-name')?.mvproxy, 'USER ca-user', 'a CA after 99 of its name still works (Go: 100 signature checks)');
+  });
+
+  test('as --requestheader-client-ca-file, every peer certificate the peer listener takes under these CAs, Go takes too', () => {
+    const holes = [...verdicts].filter(([, v]) => v.peer === null && !v.go.startsWith('USER ')).map(([id, v]) => `${id}: Go ${v.go}`);
+    assert.deepEqual(holes, []);
+    assert.equal(verdicts.get('control')?.peer, null, 'a plain CA still works');
+    assert.equal(verdicts.get('bundle-99-same-name')?.peer, null);
   });
 });

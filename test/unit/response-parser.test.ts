@@ -186,6 +186,8 @@ const TABLE: { name: string; bytes: string; head?: boolean; want: Outcome | 'ref
   { name: 'NUL in a value', bytes: 'HTTP/1.1 200 OK\r\nX-A: 1\x002\r\nContent-Length: 0\r\n\r\n', want: 'refused' },
   { name: 'space before the colon', bytes: 'HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nabcde', want: 'refused' },
   { name: 'a 101 on a request that did not upgrade', bytes: 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n', want: 'refused' },
+  { name: 'an HTTP/1.0 1xx answer (CI seed 16: llhttp reads the connection as closed after it)', bytes: 'HTTP/1.0 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n', want: 'refused' },
+  { name: 'a 1xx answer with Connection: close', bytes: 'HTTP/1.1 103 Early Hints\r\nConnection: close\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n', want: 'refused' },
   { name: 'six 1xx answers', bytes: 'HTTP/1.1 103 Early Hints\r\n\r\n'.repeat(6) + 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n', want: 'refused' },
   { name: 'a head over 64 KiB', bytes: `HTTP/1.1 200 OK\r\nX-A: ${'a'.repeat(70_000)}\r\nContent-Length: 0\r\n\r\n`, want: 'refused' },
   { name: 'truncated Content-Length body', bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc', want: 'refused' },

@@ -15,7 +15,7 @@
 // other than exactly one `chunked` (Go's transport: unsupportedTEError); invalid chunk sizes or a
 // chunk not followed by CRLF; obs-fold (a line starting with SP or HTAB); a bare CR or LF, NUL or
 // another control byte in a field; whitespace before a colon; a name that is not a token; a head
-// over MAX_HEAD_BYTES; a 101 (this path never asks to switch) and more than MAX_INFORMATIONAL 1xx
+// over MAX_HEAD_BYTES; a 101 (this path never asks to switch), a 1xx that closes the connection, and more than MAX_INFORMATIONAL 1xx
 // answers (Go's transport allows 5; 1xx answers are read and not relayed: neither front end can
 // write an interim answer). test/unit/response-parser.test.ts compares every decision with
 // Node's own llhttp on generated and mutated byte streams.
@@ -527,7 +527,12 @@ export class ResponseParser {
       }
       if (named !== undefined) dropNamed(head, named);
     }
-    if (status < 200) return null;
+    if (status < 200) {
+      // HTTP/1.0 has no 1xx (RFC 9110 §15.2), and a 1xx saying the connection closes leaves what
+      // follows read two ways: llhttp refuses it (HPE_CLOSED_CONNECTION), Go's transport reads on.
+      if (close) throw new ParseError('the upstream sent a 1xx answer that closes the connection (HTTP/1.0 or Connection: close)');
+      return null;
+    }
     head.close = close;
     return head;
   }

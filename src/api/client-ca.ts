@@ -1,0 +1,124 @@
+// A CA file as kube-apiserver reads it, and the one question asked of it: did one of its
+// certificates sign this client certificate, as Go's x509 Verify would take it? Two files are read
+// this way: --client-ca-file (the users mvproxy asserts, api/identity.ts CertificateUsers) and
+// --requestheader-client-ca-file (the peers whose identity headers the peer listener believes,
+// listener/peer-auth.ts). kube-apiserver checks both with the same Verify (the x509 authenticator
+// and the requestheader one: Roots from the file, KeyUsages client auth); OpenSSL and BoringSSL,
+// which verify the handshake, take certificates and chains Go refuses (helpers 22-26).
+
+import { X509Certificate } from 'node:crypto';
+import { certificateNames, GoX509Error, rawSubject } from './x509-name';
+import { goPEMBlocks } from './go-pem';
+import { goCertificate, GoRefusal, issuerProblem, type GoCertificate } from './x509-go';
+
+/** crypto/x509 verify.go maxChainSignatureChecks. */
+const MAX_SIGNATURE_CHECKS = 100;
+
+/** A certificate of the file as an issuer of leaves. */
+interface Issuer {
+  readonly ca: X509Certificate;
+  /** Why Go would not verify a leaf it signed (x509-go.ts issuerProblem), or undefined. */
+  readonly problem: string | undefined;
+}
+
+/** Why a client certificate is not one of the file's CAs signed for Go. */
+export interface SignerProblem {
+  readonly why: string;
+  /** kube-apiserver's authenticator finds no issuer (it does not fail the request on it): a token may still decide. */
+  readonly noIssuer?: true;
+}
+
+export class ClientCA {
+  /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
+  private issuers = new Map<string, Issuer[]>();
+  /** Why kube-apiserver would not load the file at all, or undefined. */
+  private bundleProblem: string | undefined;
+  /** Counts set() calls: a cache of verdicts made under an older file knows to drop them. */
+  generation = 0;
+
+  /** @param flag the file's flag, named in every reason (--client-ca-file, --requestheader-client-ca-file) */
+  constructor(
+    private readonly flag: string,
+    pem: Buffer | string,
+  ) {
+    this.set(pem);
+  }
+
+  /** The file's content, again after a reload. */
+  set(pem: Buffer | string): void {
+    // kube-apiserver loads the file with client-go's ParseCertsPEM: one certificate Go cannot parse
+    // fails the whole file (it does not start; a reload keeps the old bundle), where OpenSSL skips it
+    // and verified the other CAs' leaves (helper 25). Here such a file signs nothing.
+    // The blocks Go's pem.Decode finds, and their exact bytes (OpenSSL's reader loads more, and
+    // re-encodes a certificate it reads in BER or with a trailer Go refuses: helper 26). A leaf is
+    // taken only under one of these CAs, whatever else the TLS library trusts.
+    let bundleProblem: string | undefined;
+    const ders = goPEMBlocks(Buffer.isBuffer(pem) ? pem.toString('latin1') : pem)
+      .filter((b) => b.type === 'CERTIFICATE' && b.headers === 0)
+      .map((b) => b.bytes);
+    if (ders.length === 0) bundleProblem = `${this.flag} holds no certificate kube-apiserver (Go) reads; kube-apiserver does not load such a file`;
+    const issuers = new Map<string, Issuer[]>();
+    for (const der of ders) {
+      let go: GoCertificate;
+      try {
+        go = goCertificate(der, false);
+      } catch (e) {
+        if (!(e instanceof GoRefusal || e instanceof GoX509Error)) throw e;
+        bundleProblem ??= `${this.flag} holds a certificate kube-apiserver (Go) cannot parse (${e.message}); kube-apiserver does not load such a file`;
+        continue;
+      }
+      let ca: X509Certificate;
+      try {
+        ca = new X509Certificate(der);
+      } catch {
+        continue; // Go reads it, OpenSSL does not: no leaf of it passes the handshake either
+      }
+      const subject = rawSubject(der).toString('latin1');
+      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
+    }
+    this.issuers = issuers;
+    this.bundleProblem = bundleProblem;
+    this.generation++;
+  }
+
+  /**
+   * Why Go would not verify `x` (a certificate the TLS library verified) as signed directly by a CA
+   * of the file, or undefined: the file loads; the leaf's issuer name is byte for byte a CA's
+   * subject; Go parses the leaf whole with a key crypto/tls takes and a signature algorithm Verify
+   * takes (x509-go.ts); a CA of that name signed it, and Go would take that CA as an issuer.
+   */
+  problem(x: X509Certificate): SignerProblem | undefined {
+    if (this.bundleProblem !== undefined) return { why: this.bundleProblem };
+    // Go finds a certificate's CA by the exact bytes of its issuer name (CertPool byName);
+    // OpenSSL compares names canonically (case and space folded, string types unified). A leaf whose
+    // issuer is spelled differently from its CA's subject verifies there and is "signed by unknown
+    // authority" to kube-apiserver.
+    const issuer = certificateNames(x.raw).rawIssuer.toString('latin1');
+    const candidates = this.issuers.get(issuer);
+    if (candidates === undefined) {
+      for (const list of this.issuers.values()) {
+        if (list.some(({ ca }) => x.checkIssued(ca))) return { why: `the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA`, noIssuer: true };
+      }
+      // Signed by an intermediate the client sent: Go checks every certificate of that chain by its
+      // own rules (keys, signature algorithms, extensions, policies), which OpenSSL and BoringSSL do
+      // not share (an RSA-512 or SHA-1-signed intermediate verified on uWS: helper 22), and uWS
+      // shows mvproxy only the leaf. Put the intermediate in the file to use such leaves.
+      return { why: `the certificate was issued by an intermediate the client sent, not by a certificate of ${this.flag}; mvproxy takes only certificates its CAs signed directly (add the intermediate to ${this.flag})` };
+    }
+    // The rest of what kube-apiserver (Go) checks: the whole certificate as Go parses it, the key
+    // crypto/tls takes, the signature algorithm Verify takes (x509-go.ts).
+    try {
+      goCertificate(x.raw, true);
+    } catch (e) {
+      if (e instanceof GoRefusal || e instanceof GoX509Error) return { why: `kube-apiserver (Go) refuses this certificate: ${e.message}` };
+      throw e;
+    }
+    // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
+    // issuer's name in an order of its own: where it could run out, refused (helper 25).
+    if (candidates.length > MAX_SIGNATURE_CHECKS) return { why: `${candidates.length} certificates of ${this.flag} share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks` };
+    const signers = candidates.filter(({ ca }) => x.verify(ca.publicKey));
+    if (signers.length === 0) return { why: `no certificate of ${this.flag} with its issuer name signed it` };
+    if (!signers.some((s) => s.problem === undefined)) return { why: `kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}` };
+    return undefined;
+  }
+}
