@@ -19,6 +19,9 @@ interface Issuer {
   readonly ca: X509Certificate;
   /** Why Go would not verify a leaf it signed (x509-go.ts issuerProblem), or undefined. */
   readonly problem: string | undefined;
+  /** Its validity period (ms): Go's Verify takes a root only within it (isValid, on every certificate of a chain). */
+  readonly notBefore: number;
+  readonly notAfter: number;
 }
 
 /** Why a client certificate is not one of the file's CAs signed for Go. */
@@ -26,6 +29,12 @@ export interface SignerProblem {
   readonly why: string;
   /** kube-apiserver's authenticator finds no issuer (it does not fail the request on it): a token may still decide. */
   readonly noIssuer?: true;
+}
+
+/** ClientCA.check's answer, and until when it holds (ms since the epoch): a validity period ends then. */
+export interface SignerVerdict {
+  readonly problem: SignerProblem | undefined;
+  readonly until: number;
 }
 
 export class ClientCA {
@@ -74,7 +83,7 @@ export class ClientCA {
         continue; // Go reads it, OpenSSL does not: no leaf of it passes the handshake either
       }
       const subject = rawSubject(der).toString('latin1');
-      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go) }]);
+      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go), notBefore: go.notBefore, notAfter: go.notAfter }]);
     }
     this.issuers = issuers;
     this.bundleProblem = bundleProblem;
@@ -82,13 +91,17 @@ export class ClientCA {
   }
 
   /**
-   * Why Go would not verify `x` (a certificate the TLS library verified) as signed directly by a CA
-   * of the file, or undefined: the file loads; the leaf's issuer name is byte for byte a CA's
-   * subject; Go parses the leaf whole with a key crypto/tls takes and a signature algorithm Verify
-   * takes (x509-go.ts); a CA of that name signed it, and Go would take that CA as an issuer.
+   * Why Go would not verify `x` (a certificate the TLS library verified) at `now` as signed directly
+   * by a CA of the file, or no problem: the file loads; the leaf is within its validity period; its
+   * issuer name is byte for byte a CA's subject; Go parses the leaf whole with a key crypto/tls takes
+   * and a signature algorithm Verify takes (x509-go.ts); a CA of that name, itself within its
+   * validity period, signed it, and Go would take that CA as an issuer. kube-apiserver runs Verify on
+   * every request, at that request's time and with the file of that moment: callers ask again per
+   * request (a cache keeps an answer until `until` or the next set()).
    */
-  problem(x: X509Certificate): SignerProblem | undefined {
-    if (this.bundleProblem !== undefined) return { why: this.bundleProblem };
+  check(x: X509Certificate, now: number): SignerVerdict {
+    const always = (problem: SignerProblem): SignerVerdict => ({ problem, until: Infinity });
+    if (this.bundleProblem !== undefined) return always({ why: this.bundleProblem });
     // Go finds a certificate's CA by the exact bytes of its issuer name (CertPool byName);
     // OpenSSL compares names canonically (case and space folded, string types unified). A leaf whose
     // issuer is spelled differently from its CA's subject verifies there and is "signed by unknown
@@ -97,28 +110,42 @@ export class ClientCA {
     const candidates = this.issuers.get(issuer);
     if (candidates === undefined) {
       for (const list of this.issuers.values()) {
-        if (list.some(({ ca }) => x.checkIssued(ca))) return { why: `the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA`, noIssuer: true };
+        if (list.some(({ ca }) => x.checkIssued(ca))) return always({ why: `the certificate's issuer name is not byte for byte its CA's subject; kube-apiserver (Go) would not find the CA`, noIssuer: true });
       }
       // Signed by an intermediate the client sent: Go checks every certificate of that chain by its
       // own rules (keys, signature algorithms, extensions, policies), which OpenSSL and BoringSSL do
       // not share (an RSA-512 or SHA-1-signed intermediate verified on uWS: helper 22), and uWS
       // shows mvproxy only the leaf. Put the intermediate in the file to use such leaves.
-      return { why: `the certificate was issued by an intermediate the client sent, not by a certificate of ${this.flag}; mvproxy takes only certificates its CAs signed directly (add the intermediate to ${this.flag})` };
+      return always({ why: `the certificate was issued by an intermediate the client sent, not by a certificate of ${this.flag}; mvproxy takes only certificates its CAs signed directly (add the intermediate to ${this.flag})` });
     }
     // The rest of what kube-apiserver (Go) checks: the whole certificate as Go parses it, the key
     // crypto/tls takes, the signature algorithm Verify takes (x509-go.ts).
+    let leaf;
     try {
-      goCertificate(x.raw, true);
+      leaf = goCertificate(x.raw, true);
     } catch (e) {
-      if (e instanceof GoRefusal || e instanceof GoX509Error) return { why: `kube-apiserver (Go) refuses this certificate: ${e.message}` };
+      if (e instanceof GoRefusal || e instanceof GoX509Error) return always({ why: `kube-apiserver (Go) refuses this certificate: ${e.message}` });
       throw e;
     }
+    // The validity period, the leaf's and its CA's, at this request's time, as Go's Verify checks it:
+    // the TLS library checked it once, at the handshake, and a connection (or a resumed session)
+    // lives on (helper 28: 200 after the leaf expired, on an open connection and on a resumption).
+    if (now < leaf.notBefore) return { problem: { why: 'the certificate is not yet valid' }, until: leaf.notBefore };
+    if (now > leaf.notAfter) return always({ why: 'the certificate has expired' });
     // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
     // issuer's name in an order of its own: where it could run out, refused (helper 25).
-    if (candidates.length > MAX_SIGNATURE_CHECKS) return { why: `${candidates.length} certificates of ${this.flag} share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks` };
+    if (candidates.length > MAX_SIGNATURE_CHECKS) return always({ why: `${candidates.length} certificates of ${this.flag} share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks` });
     const signers = candidates.filter(({ ca }) => x.verify(ca.publicKey));
-    if (signers.length === 0) return { why: `no certificate of ${this.flag} with its issuer name signed it` };
-    if (!signers.some((s) => s.problem === undefined)) return { why: `kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}` };
-    return undefined;
+    if (signers.length === 0) return always({ why: `no certificate of ${this.flag} with its issuer name signed it` });
+    const usable = signers.filter((s) => s.problem === undefined);
+    if (usable.length === 0) return always({ why: `kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}` });
+    // Only a CA within its own validity period signs: OpenSSL picks a valid one of a name where
+    // mvproxy took any usable one (helper 28: a valid CA Go would not use beside an expired twin).
+    const current = usable.filter((s) => s.notBefore <= now && now <= s.notAfter);
+    if (current.length === 0) {
+      const later = usable.filter((s) => now < s.notBefore).map((s) => s.notBefore);
+      return { problem: { why: `the CA of ${this.flag} that signed it is ${later.length > 0 ? 'not yet valid' : 'expired'}` }, until: later.length > 0 ? Math.min(...later) : Infinity };
+    }
+    return { problem: undefined, until: Math.min(leaf.notAfter, Math.max(...current.map((s) => s.notAfter))) };
   }
 }

@@ -144,7 +144,8 @@ export function certificateUser(der: Buffer, fingerprint256: string, o: Certific
  * where a Map lookup costs well under 1).
  */
 export class CertificateUsers {
-  private readonly cache = new Map<string, CertificateUser>();
+  /** By certificate: its user, until when that holds (a validity period ends: ClientCA.check). */
+  private readonly cache = new Map<string, { user: CertificateUser; until: number }>();
   /** --client-ca-file as kube-apiserver reads it: a user only under a CA of it that signed the leaf directly. */
   private ca: ClientCA | undefined;
   static readonly CACHE_MAX = 1024;
@@ -160,39 +161,41 @@ export class CertificateUsers {
     this.cache.clear();
   }
 
-  /** By the PEM uWS hands over per request. */
-  ofPEM(pem: string): CertificateUser {
-    return this.cached(pem, pem);
+  /**
+   * By the PEM uWS hands over per request. Asked per request, as kube-apiserver verifies per request:
+   * a user holds until its certificate or its CA expires, and a reloaded file judges anew.
+   */
+  ofPEM(pem: string, now = Date.now()): CertificateUser {
+    return this.cached(pem, pem, now);
   }
 
-  /** By the DER node:tls gives, keyed by its SHA-256 (which node:tls has computed already). */
-  ofDER(der: Buffer, fingerprint256: string): CertificateUser {
-    return this.cached(fingerprint256, der);
+  /** By the DER node:tls gives, keyed by its SHA-256 (which node:tls has computed already); per request, as ofPEM. */
+  ofDER(der: Buffer, fingerprint256: string, now = Date.now()): CertificateUser {
+    return this.cached(fingerprint256, der, now);
   }
 
-  private cached(key: string, cert: string | Buffer): CertificateUser {
-    let u = this.cache.get(key);
-    if (u === undefined) {
-      u = this.read(cert);
-      if (this.cache.size >= CertificateUsers.CACHE_MAX) this.cache.clear();
-      this.cache.set(key, u);
-    }
-    return u;
+  private cached(key: string, cert: string | Buffer, now: number): CertificateUser {
+    const hit = this.cache.get(key);
+    if (hit !== undefined && now <= hit.until) return hit.user;
+    const fresh = this.read(cert, now);
+    if (this.cache.size >= CertificateUsers.CACHE_MAX) this.cache.clear();
+    this.cache.set(key, fresh);
+    return fresh.user;
   }
 
-  private read(cert: string | Buffer): CertificateUser {
+  private read(cert: string | Buffer, now: number): { user: CertificateUser; until: number } {
     let x: X509Certificate;
     try {
       x = new X509Certificate(cert);
     } catch (e) {
-      return refuse(`the certificate cannot be read: ${(e as Error).message}`); // the handshake read it; defensive
+      return { user: refuse(`the certificate cannot be read: ${(e as Error).message}`), until: Infinity }; // the handshake read it; defensive
     }
     const u = certificateUser(x.raw, x.fingerprint256, this.o);
-    if (isRefusal(u)) return u;
-    if (this.ca === undefined) return refuse('no --client-ca-file is loaded to check its issuer against');
+    if (isRefusal(u)) return { user: u, until: Infinity };
+    if (this.ca === undefined) return { user: refuse('no --client-ca-file is loaded to check its issuer against'), until: Infinity };
     // kube-apiserver's x509 authenticator finds no issuer for a leaf whose issuer name is no CA's
     // subject byte for byte: no user there, and a token may decide (tokenMayDecide).
-    const p = this.ca.problem(x);
-    return p === undefined ? u : p.noIssuer ? refuse(p.why, true) : refuse(p.why);
+    const { problem: p, until } = this.ca.check(x, now);
+    return { user: p === undefined ? u : p.noIssuer ? refuse(p.why, true) : refuse(p.why), until };
   }
 }

@@ -41,6 +41,9 @@ export interface GoCertificate {
    * and crypto/ecdsa take it, no unhandled critical extension, no policy extension).
    */
   readonly signerProblem: string | undefined;
+  /** The validity period, ms since the epoch, as Go reads it: Verify refuses a certificate of a chain outside it (isValid). */
+  readonly notBefore: number;
+  readonly notAfter: number;
 }
 
 /** Go's keyUsage bit for keyCertSign (x509.KeyUsageCertSign = 1 << 5). */
@@ -100,18 +103,29 @@ function children(b: Buffer, e: Element, what: string): Element[] {
  * cryptobyte ReadASN1UTCTime / ReadASN1GeneralizedTime: Go parses with a layout, then formats the
  * time back with it and requires the same text: "YYMMDDHHMM[SS]" and "YYYYMMDDHHMMSS", then "Z"
  * or an offset other than "+0000"; a fraction of a second, or a day out of range, is refused.
+ * The instant in ms since the epoch, or undefined where Go refuses the text. A UTCTime's YY is
+ * 1950-2049 (Go: "if year >= 2050 { year -= 100 }").
  */
-function validTime(b: Buffer, e: Element): boolean {
+function goTime(b: Buffer, e: Element): number | undefined {
   const s = b.subarray(e.contentStart, e.end).toString('latin1');
+  let m: RegExpExecArray | null = null;
+  let year = 0;
   if (e.tag === UTC_TIME) {
-    const m = /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)?(Z|[+-]\d{4})$/.exec(s);
-    return m !== null && validDate(2000 + Number(m[1]), m[2]!, m[3]!, m[4]!, m[5]!, m[6] ?? '00') && validZone(m[7]!);
+    m = /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)?(Z|[+-]\d{4})$/.exec(s);
+    if (m !== null) year = 2000 + Number(m[1]) - (Number(m[1]) >= 50 ? 100 : 0);
+  } else if (e.tag === GENERALIZED_TIME) {
+    m = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(Z|[+-]\d{4})$/.exec(s); // no fraction: the layout has none
+    if (m !== null) year = Number(m[1]);
   }
-  if (e.tag === GENERALIZED_TIME) {
-    const m = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(Z|[+-]\d{4})$/.exec(s); // no fraction: the layout has none
-    return m !== null && validDate(Number(m[1]), m[2]!, m[3]!, m[4]!, m[5]!, m[6]!) && validZone(m[7]!);
-  }
-  return false;
+  if (m === null) return undefined;
+  const sec = m[6] ?? '00';
+  if (!validDate(year, m[2]!, m[3]!, m[4]!, m[5]!, sec) || !validZone(m[7]!)) return undefined;
+  const zone = m[7]!;
+  const offsetMin = zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3)));
+  const d = new Date(0);
+  d.setUTCFullYear(year, Number(m[2]) - 1, Number(m[3]));
+  d.setUTCHours(Number(m[4]), Number(m[5]), Number(sec), 0);
+  return d.getTime() - offsetMin * 60_000;
 }
 
 function validDate(year: number, mo: string, d: string, h: string, mi: string, sec: string): boolean {
@@ -573,7 +587,9 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
   const [, sigAlg, , validity, , spki] = fields.slice(i, i + 6);
   if (sigAlg === undefined || validity === undefined || spki === undefined) throw new GoX509Error('x509: malformed tbs certificate');
   const times = validity.tag === SEQUENCE ? children(der, validity, 'x509: malformed validity') : [];
-  if (times.length < 2 || !validTime(der, times[0]!) || !validTime(der, times[1]!)) refuse('x509: malformed validity');
+  const notBefore = times.length < 2 ? undefined : goTime(der, times[0]!);
+  const notAfter = times.length < 2 ? undefined : goTime(der, times[1]!);
+  if (notBefore === undefined || notAfter === undefined) return refuse('x509: malformed validity');
   if (spki.tag !== SEQUENCE) refuse('x509: malformed spki');
   let signerProblem: string | undefined;
   if (client) {
@@ -627,7 +643,7 @@ export function goCertificate(der: Buffer, client: boolean): GoCertificate {
   if (signature === undefined || bitString(der, signature) === null) refuse('x509: malformed signature');
   // Policy constraints, mappings and inhibitAnyPolicy steer Go's policy validation (not ported).
   const { constrained, ...kept } = facts;
-  const go: GoCertificate = { version, ...kept, signerProblem: signerProblem ?? constrained };
+  const go: GoCertificate = { version, ...kept, signerProblem: signerProblem ?? constrained, notBefore, notAfter };
   if (client && !clientAuthAllowed(go)) refuse('x509: certificate specifies an incompatible key usage');
   return go;
 }

@@ -43,7 +43,9 @@ export const SEQUENCE = 0x30;
 const SET = 0x31;
 const VERSION_TAG = 0xa0; // [0] EXPLICIT, constructed
 
-const fatalUTF8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: Go keeps a leading U+FEFF (a default TextDecoder drops it, and "\uFEFFsystem:masters" was asserted as
+// system:masters: helper 28).
+const fatalUTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A DER element: its tag and where its header and contents are. */
 export interface Element {

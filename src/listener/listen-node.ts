@@ -19,7 +19,7 @@ import { ErrorCode } from '../api/errors';
 import { CertificateUsers, type CertificateUser } from '../api/identity';
 import type { ClientCA } from '../api/client-ca';
 import { answerStatus, closeAfterAnswer } from './answer';
-import { peerCertificateProblem, peerDERProblem } from './peer-auth';
+import { peerCertificateProblem, PeerVerdicts } from './peer-auth';
 import type { ConnectionCount } from '../telemetry/connections';
 
 export interface NodeListenerOptions {
@@ -126,10 +126,13 @@ export interface PeerListenerOptions {
 export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener> {
   const allowed = new Set(o.allowedNames);
   const state = new ListenerState(o.lifecycle);
-  // Per connection, decided at its handshake (secureConnection below): null = allowed, else why not.
+  // The certificate is the one of the connection's handshake (secureConnection below), judged per
+  // request (peer-auth.ts PeerVerdicts): null = allowed, else why not.
+  const verdicts = new PeerVerdicts(allowed, o.ca);
   const verdictOf = (sock: TLSSocket): string | null => {
-    const why = (sock as Verified)[PEER_VERDICT];
-    return why === undefined ? 'no verified TLS handshake on this connection' : why;
+    const v = (sock as Verified)[PEER_VERDICT];
+    if (v === undefined) return 'no verified TLS handshake on this connection';
+    return typeof v === 'string' ? v : verdicts.of(v.fingerprint, () => v.der);
   };
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (behindRefusal(req)) return;
@@ -156,7 +159,7 @@ export function listenPeer(o: PeerListenerOptions): Promise<NodeRunningListener>
     },
     handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   ) as unknown as http.Server;
-  server.on('secureConnection', (sock: TLSSocket) => ((sock as Verified)[PEER_VERDICT] = peerVerdict(sock, allowed, o.ca)));
+  server.on('secureConnection', (sock: TLSSocket) => ((sock as Verified)[PEER_VERDICT] = peerCertificate(sock, allowed)));
   answerExpectations(server, handler);
   // Upgrades between peers: in-tree never proxies them (they would arrive without identity,
   // docs/kubernetes-mvp.md §2.3); mvproxy's own failover (issue 30) sends them with the front-proxy
@@ -242,11 +245,18 @@ function answerExpectations(server: http.Server, handler: (req: http.IncomingMes
   server.on('checkExpectation', handler);
 }
 
-/** At the handshake: what the connection's client certificate makes of a request if node:tls verified it (api/identity.ts), else null. */
-function socketUser(sock: TLSSocket, users: CertificateUsers): CertificateUser {
+/** At the handshake: the connection's client certificate if node:tls verified it, read by CertificateUsers per request (api/identity.ts), else null. */
+function socketUser(sock: TLSSocket, users: CertificateUsers): HandshakeCertificate | null {
   if (!sock.authorized) return null;
   const cert = sock.getPeerCertificate();
-  return cert?.raw ? users.ofDER(cert.raw, cert.fingerprint256) : null;
+  return cert?.raw ? { der: cert.raw, fingerprint: cert.fingerprint256, users } : null;
+}
+
+/** A certificate a connection's handshake verified; who it makes a request's user is asked per request. */
+interface HandshakeCertificate {
+  readonly der: Buffer;
+  readonly fingerprint: string;
+  readonly users?: CertificateUsers;
 }
 
 /**
@@ -256,15 +266,17 @@ function socketUser(sock: TLSSocket, users: CertificateUsers): CertificateUser {
  */
 const HANDSHAKE_USER = Symbol('mvproxy handshake user');
 const PEER_VERDICT = Symbol('mvproxy peer verdict');
-type Verified = TLSSocket & { [HANDSHAKE_USER]?: CertificateUser; [PEER_VERDICT]?: string | null };
+type Verified = TLSSocket & { [HANDSHAKE_USER]?: HandshakeCertificate | null; [PEER_VERDICT]?: string | HandshakeCertificate };
 
 /**
  * The user of the certificate a connection was verified with at its handshake (null: none, or a
- * connection of no listener that reads certificates). Requests and upgrades read this, never the
- * socket's certificate of the moment.
+ * connection of no listener that reads certificates), now: kube-apiserver verifies per request, so
+ * an expired certificate or one of a CA no longer in the file has no user on an open connection
+ * either (helper 28). Requests and upgrades read this, never the socket's certificate of the moment.
  */
 export function handshakeUser(sock: TLSSocket): CertificateUser {
-  return (sock as Verified)[HANDSHAKE_USER] ?? null;
+  const c = (sock as Verified)[HANDSHAKE_USER];
+  return c?.users ? c.users.ofDER(c.der, c.fingerprint) : null;
 }
 
 /** The TLS connection of a request: on HTTP/2, req.socket is a proxy made per request; the session's socket is the one. */
@@ -272,9 +284,11 @@ function connectionSocket(req: http.IncomingMessage): TLSSocket {
   return ((req as unknown as http2.Http2ServerRequest).stream?.session?.socket ?? req.socket) as TLSSocket;
 }
 
-function peerVerdict(sock: TLSSocket, allowed: ReadonlySet<string>, ca: ClientCA): string | null {
-  if (!sock.authorized) return peerCertificateProblem(false, String(sock.authorizationError), undefined, allowed);
-  return peerDERProblem(sock.getPeerCertificate().raw, allowed, ca);
+/** At the handshake: why the connection may not use the peer listener at all, or its verified certificate (judged per request). */
+function peerCertificate(sock: TLSSocket, allowed: ReadonlySet<string>): string | HandshakeCertificate {
+  if (!sock.authorized) return peerCertificateProblem(false, String(sock.authorizationError), undefined, allowed)!;
+  const cert = sock.getPeerCertificate();
+  return cert?.raw ? { der: cert.raw, fingerprint: cert.fingerprint256 } : 'client certificate unreadable';
 }
 
 export interface NodeRunningListener extends RunningListener {

@@ -16,20 +16,64 @@ export function peerCertificateProblem(verified: boolean, why: string, commonNam
 }
 
 /**
- * A peer's verified certificate, as kube-apiserver's requestheader authenticator would take it: a
- * certificate of --requestheader-client-ca-file, read as Go reads the file, signed it directly, and
- * Go takes it whole (api/client-ca.ts: the key crypto/tls takes, a signature algorithm Verify takes,
- * a client-auth usage; OpenSSL and BoringSSL verify certificates and chains Go refuses: helper 22),
- * and its CN (the last, as Go reads it) is in --requestheader-allowed-names when that is set. Why
- * not, or null.
+ * A peer's verified certificate at `now`, as kube-apiserver's requestheader authenticator would take
+ * it: a certificate of --requestheader-client-ca-file, read as Go reads the file, signed it directly,
+ * both within their validity periods, and Go takes it whole (api/client-ca.ts: the key crypto/tls
+ * takes, a signature algorithm Verify takes, a client-auth usage; OpenSSL and BoringSSL verify
+ * certificates and chains Go refuses: helper 22), and its CN (the last, as Go reads it) is in
+ * --requestheader-allowed-names when that is set. Why not (or null), and until when that holds.
  */
-export function peerDERProblem(der: Buffer, allowed: ReadonlySet<string>, ca: ClientCA): string | null {
+function peerVerdict(der: Buffer, allowed: ReadonlySet<string>, ca: ClientCA, now: number): { why: string | null; until: number } {
   try {
-    const p = ca.problem(new X509Certificate(der));
-    if (p !== undefined) return `client certificate refused as kube-apiserver (Go) would refuse it: ${p.why}`;
-    return peerCertificateProblem(true, '', goCommonName(der), allowed);
+    const { problem, until } = ca.check(new X509Certificate(der), now);
+    if (problem !== undefined) return { why: `client certificate refused as kube-apiserver (Go) would refuse it: ${problem.why}`, until };
+    return { why: peerCertificateProblem(true, '', goCommonName(der), allowed), until };
   } catch (e) {
-    if (e instanceof GoX509Error) return `client certificate refused as kube-apiserver (Go) refuses it: ${e.message}`;
-    return `client certificate unreadable: ${(e as Error).message}`;
+    if (e instanceof GoX509Error) return { why: `client certificate refused as kube-apiserver (Go) refuses it: ${e.message}`, until: Infinity };
+    return { why: `client certificate unreadable: ${(e as Error).message}`, until: Infinity };
+  }
+}
+
+/** peerVerdict's reason alone (tests). */
+export function peerDERProblem(der: Buffer, allowed: ReadonlySet<string>, ca: ClientCA, now = Date.now()): string | null {
+  return peerVerdict(der, allowed, ca, now).why;
+}
+
+/**
+ * The peer listener's verdicts, asked per request on both front ends (kube-apiserver verifies every
+ * request, at its time, with the file of the moment: helper 28 had a request on an open connection,
+ * or on a resumed TLS session, served after the peer's certificate expired or its CA left the file).
+ * Kept by certificate (its PEM on uWS, its SHA-256 on node: parsing one costs ~30 µs, a lookup well
+ * under 1) until the answer's validity ends or the file is reloaded.
+ */
+export class PeerVerdicts {
+  private readonly cache = new Map<string, { why: string | null; until: number }>();
+  private generation: number;
+  static readonly CACHE_MAX = 1024;
+
+  constructor(
+    private readonly allowed: ReadonlySet<string>,
+    private readonly ca: ClientCA,
+  ) {
+    this.generation = ca.generation;
+  }
+
+  /** Why the certificate under `key` may not use the listener now, or null; `der` is read only on a miss. */
+  of(key: string, der: () => Buffer, now = Date.now()): string | null {
+    if (this.generation !== this.ca.generation) {
+      this.cache.clear(); // a reloaded file: every certificate is judged again
+      this.generation = this.ca.generation;
+    }
+    const hit = this.cache.get(key);
+    if (hit !== undefined && now <= hit.until) return hit.why;
+    let v: { why: string | null; until: number };
+    try {
+      v = peerVerdict(der(), this.allowed, this.ca, now);
+    } catch (e) {
+      v = { why: `client certificate unreadable: ${(e as Error).message}`, until: Infinity };
+    }
+    if (this.cache.size >= PeerVerdicts.CACHE_MAX) this.cache.clear();
+    this.cache.set(key, v);
+    return v.why;
   }
 }

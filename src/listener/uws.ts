@@ -37,7 +37,7 @@ import { codedError, ErrorCode } from '../api/errors';
 import { HeadCheck, contentLengthValue, expectationRefusal, identityLengthsProblem, type Refusal } from './head-check';
 import { routeWebSockets, type WebSocketDialer, type WebSocketRouteHolder } from './uws-websocket';
 import { uwsReadsClientCertificates, type UWSLoad } from './frontend';
-import { peerCertificateProblem, peerDERProblem } from './peer-auth';
+import { peerCertificateProblem, PeerVerdicts } from './peer-auth';
 import { uwsRemoteAddress } from './remote-address';
 
 type UWS = typeof import('uwebsockets');
@@ -849,29 +849,14 @@ const NO_PEER_CERTIFICATE = peerCertificateProblem(false, 'no client certificate
 export async function listenPeerUWS(uws: UWS, o: UwsPeerListenerOptions): Promise<UwsRunningListener> {
   const port = await explicitPort(o.host, o.port);
   const allowed = new Set(o.allowedNames);
-  // By certificate PEM (uWS gives it per request): parsing one costs ~30 µs, a lookup well under 1.
-  const verdicts = new Map<string, string | null>();
-  let caGeneration = o.ca.generation;
+  // By certificate PEM (uWS gives it per request), judged per request (peer-auth.ts PeerVerdicts).
+  const verdicts = new PeerVerdicts(allowed, o.ca);
   const peerProblem = (res: HttpResponse): string | null => {
     // uSockets with ca_file_name fails the handshake of a certificate that does not verify, and
     // lets a connection without one through: refused here, per request, as node's listener does.
     const pem = (res as HttpResponse & { getX509Certificate?(): string | undefined }).getX509Certificate?.();
     if (!pem) return NO_PEER_CERTIFICATE;
-    if (caGeneration !== o.ca.generation) {
-      verdicts.clear(); // a reloaded CA file: every certificate is judged again
-      caGeneration = o.ca.generation;
-    }
-    let why = verdicts.get(pem);
-    if (why === undefined) {
-      try {
-        why = peerDERProblem(new X509Certificate(pem).raw, allowed, o.ca);
-      } catch (e) {
-        why = `client certificate unreadable: ${(e as Error).message}`;
-      }
-      if (verdicts.size >= CertificateUsers.CACHE_MAX) verdicts.clear();
-      verdicts.set(pem, why);
-    }
-    return why;
+    return verdicts.of(pem, () => new X509Certificate(pem).raw);
   };
   // Without a certificate the connection is refused as a whole (node's listener fails its
   // handshake): one 401, then it closes. A certificate with a CN not allowed gets a 401 per request.

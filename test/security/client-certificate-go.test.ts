@@ -16,7 +16,7 @@ import { peerDERProblem } from '../../src/listener/peer-auth';
 import { ClientCA } from '../../src/api/client-ca';
 import { createCA } from '../../src/pki/throwaway';
 import { buildGoProgram, oracleUnavailable } from '../support/go-oracle';
-import { bits, buildCert, CA_EXTS, ecKey, ext, int, LEAF_EXTS, oid, pem, rootIssuer, rsaKey, san, seq, subjectOf, tlv, type Key } from '../support/cert-cases/builder';
+import { bits, buildCert, CA_EXTS, ecKey, ext, int, LEAF_EXTS, oid, pem, rootIssuer, rsaKey, san, seq, subjectOf, tlv, validity, type Key } from '../support/cert-cases/builder';
 import { CN, nameDER } from '../support/der-cert';
 import { CASES, type Built } from '../support/cert-cases/cases';
 
@@ -45,9 +45,6 @@ function fuzzedURIs(n: number, seed = 23): string[] {
  * sent, and why that is not mvproxy's to decide (each is listed so that a change in either shows).
  */
 const OUTSIDE_THE_LEAF: Record<string, string> = {
-  // The validity period is checked by the TLS library at every handshake (OpenSSL, BoringSSL:
-  // test/kube/client-certificate-chains.test.ts, end to end); users are cached by certificate.
-  'val-future': 'validity',
   // The outer signature's BIT STRING in long-form length: OpenSSL hands mvproxy the certificate
   // re-encoded in DER, with the TBS (which the CA signed) unchanged. kube-apiserver asserts this user
   // for the same certificate in DER.
@@ -176,9 +173,14 @@ interface CACase {
   caVersion?: number;
   /** Certificates of the CA file before the CA, given its name. */
   before?: (caName: Buffer) => Buffer[];
-  /** The CA file's bytes from the CA's DER (default: the `before` certificates and the CA, as PEM). */
-  file?: (ca: Buffer) => Buffer;
+  /** The CA's validity (default: an hour ago to a day ahead). */
+  caValidity?: Buffer;
+  /** The CA file's bytes from the CA's DER, name and key (default: the `before` certificates and the CA, as PEM). */
+  file?: (ca: Buffer, name: Buffer, key: Key) => Buffer;
 }
+const DAY = 86_400_000;
+/** keyUsage keyCertSign alone, critical: OpenSSL counts such a v3 certificate a CA, Go (no basicConstraints) does not. */
+const KU_SIGN_ONLY = ext('2.5.29.15', true, bits(2, Buffer.from([0x04])));
 /** Client CAs Go verifies nothing with, or not with every leaf (attack round 24), and their leaves. */
 const CA_CASES: CACase[] = [
   { id: 'control', caExts: CA_EXTS },
@@ -230,7 +232,22 @@ const CA_CASES: CACase[] = [
   { id: 'ber-outer-signer', caExts: CA_EXTS, file: (ca) => Buffer.from(pem(selfSigned('good', CA_EXTS)) + pem(longerLength(ca))) },
   { id: 'bundle-good+secp256k1', caExts: CA_EXTS, before: () => { const k = ecKey('secp256k1'); const n = nameDER([CN('k1')]); return [buildCert({ issuer: n, subject: n, spki: k.spki, signer: k.priv, extensions: CA_EXTS })]; } },
   { id: 'ca-nc-perm-othername+leaf-othername', caExts: [...CA_EXTS, nc([tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('x'))))], [])], leafExts: [...LEAF_EXTS, san(false, gn(0x82, 'a.com'), tlv(0xa0, oid('1.2.3'), tlv(0xa0, tlv(0x0c, Buffer.from('y')))))] },
+  // Attack round 28: validity. Go's Verify takes a root only within its validity period; OpenSSL
+  // picks a valid CA of a name, and mvproxy took any usable one of that name: a valid certificate Go
+  // does not take as a CA (v3, keyCertSign, no basicConstraints) beside an expired (or future) twin
+  // of the same name and key.
+  { id: 'ca-expired', caExts: CA_EXTS, caValidity: validity(-10 * DAY, -DAY) },
+  { id: 'ca-not-yet-valid', caExts: CA_EXTS, caValidity: validity(DAY, 10 * DAY) },
+  { id: 'twin-nonca-valid+ca-expired', caExts: CA_EXTS, file: (_ca, name, k) => Buffer.from(pem(twin(name, k, [KU_SIGN_ONLY])) + pem(twin(name, k, CA_EXTS, validity(-10 * DAY, -DAY)))) },
+  { id: 'twin-ca-expired+nonca-valid', caExts: CA_EXTS, file: (_ca, name, k) => Buffer.from(pem(twin(name, k, CA_EXTS, validity(-10 * DAY, -DAY))) + pem(twin(name, k, [KU_SIGN_ONLY]))) },
+  { id: 'twin-nonca-valid+ca-future', caExts: CA_EXTS, file: (_ca, name, k) => Buffer.from(pem(twin(name, k, [KU_SIGN_ONLY])) + pem(twin(name, k, CA_EXTS, validity(DAY, 10 * DAY)))) },
+  { id: 'twin-ca-expired+ca-valid', caExts: CA_EXTS, file: (_ca, name, k) => Buffer.from(pem(twin(name, k, CA_EXTS, validity(-10 * DAY, -DAY))) + pem(twin(name, k, CA_EXTS))) },
 ];
+
+/** Another certificate of a CA's name and key (the CA file's renewal, say). */
+function twin(name: Buffer, k: Key, extensions: Buffer[], v?: Buffer): Buffer {
+  return buildCert({ issuer: name, subject: name, spki: k.spki, signer: k.priv, extensions, ...(v ? { validity: v } : {}) });
+}
 
 /** A DER certificate with its outer SEQUENCE's length one octet longer than DER allows (BER). */
 function longerLength(der: Buffer): Buffer {
@@ -254,11 +271,11 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
     for (const c of CA_CASES) {
       const k = c.caKey ?? ecKey();
       const caName = nameDER([CN(`ca-${c.id}`)]);
-      const ca = buildCert({ issuer: caName, subject: caName, spki: k.spki, signer: k.priv, extensions: c.caExts, version: c.caVersion });
+      const ca = buildCert({ issuer: caName, subject: caName, spki: k.spki, signer: k.priv, extensions: c.caExts, version: c.caVersion, ...(c.caValidity ? { validity: c.caValidity } : {}) });
       const leaf = buildCert({ issuer: caName, subject: nameDER([CN('ca-user')]), spki: ecKey().spki, signer: k.priv, extensions: c.leafExts ?? LEAF_EXTS });
       const sub = join(dir, c.id.replace(/[^\w.-]/g, '_'));
       mkdirSync(sub);
-      writeFileSync(join(sub, 'ca.pem'), c.file ? c.file(ca) : [...(c.before?.(caName) ?? []), ca].map(pem).join(''));
+      writeFileSync(join(sub, 'ca.pem'), c.file ? c.file(ca, caName, k) : [...(c.before?.(caName) ?? []), ca].map(pem).join(''));
       writeFileSync(join(sub, 'leaf.leaf.pem'), pem(leaf));
       writeFileSync(join(sub, 'leaf.chain.pem'), '');
       const go = execFileSync(oracle, [sub], { encoding: 'utf8' }).trim().replace(/^leaf\s+/, '');
@@ -284,5 +301,6 @@ describe('a client CA Go would not verify a leaf with: mvproxy asserts none of i
     assert.deepEqual(holes, []);
     assert.equal(verdicts.get('control')?.peer, null, 'a plain CA still works');
     assert.equal(verdicts.get('bundle-99-same-name')?.peer, null);
+    assert.equal(verdicts.get('twin-ca-expired+ca-valid')?.peer, null, 'a renewed CA beside its expired twin still works');
   });
 });

@@ -39,6 +39,8 @@ describe("Go's parseASN1String, as the CN of a certificate", () => {
     { name: "PrintableString with '*' and '&' (Go allows them)", tag: TAG.PRINTABLE, value: [0x2a, 0x26, 0x61], expected: '*&a' },
     { name: 'UTF8String', tag: TAG.UTF8, value: [80, 81, 82], expected: 'PQR' },
     { name: 'UTF8String (invalid)', tag: TAG.UTF8, value: [255], err: 'invalid UTF-8 string' },
+    { name: 'UTF8String with a leading byte-order mark (Go keeps it; a default TextDecoder dropped it: helper 28)', tag: TAG.UTF8, value: [0xef, 0xbb, 0xbf, 0x61], expected: '\ufeffa' },
+    { name: 'UTF8String with two byte-order marks (both kept)', tag: TAG.UTF8, value: [0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf, 0x61], expected: '\ufeff\ufeffa' },
     { name: 'UTF8String (an encoded surrogate)', tag: TAG.UTF8, value: [0xed, 0xa0, 0x80], err: 'invalid UTF-8 string' },
     { name: 'BMPString', tag: TAG.BMP, value: [80, 81], expected: '偑' },
     { name: 'BMPString (terminator stripped)', tag: TAG.BMP, value: [0, 0x61, 0, 0], expected: 'a' },
@@ -89,6 +91,10 @@ describe('the user, groups and UID kube-apiserver reads', () => {
     assert.equal(identity(userOf({ subject: [CN('café')] })).user, 'café');
     assert.equal(identity(userOf({ subject: [CN('caf\xe9', TAG.T61)] })).user, 'café');
     assert.equal(identity(userOf({ subject: [CN('用户🚀')] })).user, '用户🚀');
+  });
+  test('a byte-order mark before a name is part of it, as Go reads it: "\\uFEFFsystem:masters" is not system:masters (helper 28)', () => {
+    const u = identity(userOf({ subject: [CN('\ufeffkubernetes-admin'), O('\ufeffsystem:masters')] }));
+    assert.deepEqual([u.user, u.groups], ['\ufeffkubernetes-admin', ['\ufeffsystem:masters']]);
   });
   test('commas, quotes, backslashes and tabs are name characters, kept as they are', () => {
     const u = identity(userOf({ subject: [CN('a,b "c" \\d\te'), O('x,y'), O('"q"')] }));

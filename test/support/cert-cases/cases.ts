@@ -139,6 +139,7 @@ export const CASES: Case[] = [
 
   // Validity encodings.
   { id: 'val-future', what: 'notBefore in the future (both refuse)', build: (r) => leaf('val-future', r, { validity: validity(3_600_000, 86_400_000) }) },
+  { id: 'val-expired', what: 'notAfter passed (Go refuses it per request; the TLS library only at the handshake: helper 28)', build: (r) => leaf('val-expired', r, { validity: validity(-2 * 86_400_000, -86_400_000) }) },
   { id: 'val-utc-noseconds', what: 'UTCTime without seconds (YYMMDDHHMMZ)', build: (r) => leaf('val-utc-noseconds', r, { validity: seq(utcRaw(yy(new Date(Date.now() - 3_600_000)) + 'Z'), utcRaw(yy(new Date(Date.now() + 86_400_000)) + 'Z')) }) },
   { id: 'val-utc-offset', what: 'UTCTime with +0000 offset instead of Z', build: (r) => leaf('val-utc-offset', r, { validity: seq(utcRaw(yy(new Date(Date.now() - 3_600_000)) + '00+0000'), utcRaw(yy(new Date(Date.now() + 86_400_000)) + '00+0000')) }) },
   { id: 'val-gen-fraction', what: 'GeneralizedTime with fractional seconds', build: (r) => leaf('val-gen-fraction', r, { validity: seq(genTime('20' + yy(new Date(Date.now() - 3_600_000)) + '00.5Z'), genTime('20' + yy(new Date(Date.now() + 86_400_000)) + '00.5Z')) }) },
