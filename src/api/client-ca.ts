@@ -31,10 +31,35 @@ export interface SignerProblem {
   readonly noIssuer?: true;
 }
 
-/** ClientCA.check's answer, and until when it holds (ms since the epoch): a validity period ends then. */
+/** ClientCA.check's answer, and until when it holds (ms since the epoch, exclusive): a validity period ends or starts then. */
 export interface SignerVerdict {
   readonly problem: SignerProblem | undefined;
   readonly until: number;
+}
+
+/**
+ * A CA file as kube-apiserver loads it (client-go ParseCertsPEM: the CERTIFICATE blocks without
+ * headers Go's pem.Decode finds, each parsed by Go, the whole file failing on one it cannot parse or
+ * without any), as a PEM of just those blocks: what a reload hands the TLS library and ClientCA.
+ * Throws where kube-apiserver would not load the file (it keeps the last good one, as the reload
+ * does). A file OpenSSL reads otherwise (a block with a header, an indented or broken one that Go
+ * skips) used to fail the reload here, and the CA it removed stayed trusted (helper 29).
+ */
+export function goCABundle(pem: Buffer, what: string): { pem: Buffer; certificates: number } {
+  const ders = goPEMBlocks(pem.toString('latin1'))
+    .filter((b) => b.type === 'CERTIFICATE' && b.headers === 0)
+    .map((b) => b.bytes);
+  if (ders.length === 0) throw new Error(`${what}: no certificate kube-apiserver (Go) reads`);
+  ders.forEach((der, i) => {
+    try {
+      goCertificate(der, false);
+      new X509Certificate(der); // the TLS library must read it too
+    } catch (e) {
+      throw new Error(`${what}: certificate ${i + 1}: ${(e as Error).message}`);
+    }
+  });
+  const text = ders.map((d) => `-----BEGIN CERTIFICATE-----\n${d.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END CERTIFICATE-----\n`).join('');
+  return { pem: Buffer.from(text), certificates: ders.length };
 }
 
 export class ClientCA {
@@ -131,7 +156,9 @@ export class ClientCA {
     // the TLS library checked it once, at the handshake, and a connection (or a resumed session)
     // lives on (helper 28: 200 after the leaf expired, on an open connection and on a resumption).
     if (now < leaf.notBefore) return { problem: { why: 'the certificate is not yet valid' }, until: leaf.notBefore };
-    if (now > leaf.notAfter) return always({ why: 'the certificate has expired' });
+    // Go compares nanoseconds (valid while now <= NotAfter); Date.now() is whole milliseconds, so the
+    // millisecond of notAfter counts as after it (stricter by under 1 ms).
+    if (now >= leaf.notAfter) return always({ why: 'the certificate has expired' });
     // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
     // issuer's name in an order of its own: where it could run out, refused (helper 25).
     if (candidates.length > MAX_SIGNATURE_CHECKS) return always({ why: `${candidates.length} certificates of ${this.flag} share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks` });
@@ -141,7 +168,7 @@ export class ClientCA {
     if (usable.length === 0) return always({ why: `kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}` });
     // Only a CA within its own validity period signs: OpenSSL picks a valid one of a name where
     // mvproxy took any usable one (helper 28: a valid CA Go would not use beside an expired twin).
-    const current = usable.filter((s) => s.notBefore <= now && now <= s.notAfter);
+    const current = usable.filter((s) => s.notBefore <= now && now < s.notAfter);
     if (current.length === 0) {
       const later = usable.filter((s) => now < s.notBefore).map((s) => s.notBefore);
       return { problem: { why: `the CA of ${this.flag} that signed it is ${later.length > 0 ? 'not yet valid' : 'expired'}` }, until: later.length > 0 ? Math.min(...later) : Infinity };

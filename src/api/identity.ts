@@ -145,7 +145,7 @@ export function certificateUser(der: Buffer, fingerprint256: string, o: Certific
  */
 export class CertificateUsers {
   /** By certificate: its user, until when that holds (a validity period ends: ClientCA.check). */
-  private readonly cache = new Map<string, { user: CertificateUser; until: number }>();
+  private readonly cache = new Map<string, { user: CertificateUser; at: number; until: number }>();
   /** --client-ca-file as kube-apiserver reads it: a user only under a CA of it that signed the leaf directly. */
   private ca: ClientCA | undefined;
   static readonly CACHE_MAX = 1024;
@@ -176,8 +176,9 @@ export class CertificateUsers {
 
   private cached(key: string, cert: string | Buffer, now: number): CertificateUser {
     const hit = this.cache.get(key);
-    if (hit !== undefined && now <= hit.until) return hit.user;
-    const fresh = this.read(cert, now);
+    // Within [at, until): a clock stepped back before the answer was made asks again (helper 29).
+    if (hit !== undefined && hit.at <= now && now < hit.until) return hit.user;
+    const fresh = { ...this.read(cert, now), at: now };
     if (this.cache.size >= CertificateUsers.CACHE_MAX) this.cache.clear();
     this.cache.set(key, fresh);
     return fresh.user;

@@ -30,6 +30,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import type { OwnDispatcher, OwnRequestOptions, OwnResponse } from '../api/own-requests';
 import { ErrorCode } from '../api/errors';
+import { goCABundle } from '../api/client-ca';
 import { WatchedFiles, type FileContents } from './filewatch';
 import type { Logger } from '../telemetry/log';
 
@@ -117,6 +118,8 @@ interface Current {
   cert?: Buffer;
   key?: Buffer;
   ca?: Buffer;
+  /** The CA file's bytes `ca` was read from (a reload compares these). */
+  caFile?: Buffer;
   /** The pair chained to pairTrustFile's bundle when it was loaded (rule 3 applies). */
   chained: boolean;
 }
@@ -201,13 +204,15 @@ export class ReloadableTLS {
     if (s.caFile) {
       try {
         const ca = read(s.caFile)!;
-        if (first || !prev.ca || !ca.equals(prev.ca)) {
-          const certs = parseCertificates(ca, s.caFile);
-          next.ca = ca;
-          if (!first) this.o.log.info(2, 'Loaded a new CA bundle', { name: s.name, caFile: s.caFile, certificates: certs.length });
+        if (first || !prev.caFile || !ca.equals(prev.caFile)) {
+          // As kube-apiserver reads it: the TLS library and ClientCA get the blocks Go reads (api/client-ca.ts).
+          const bundle = goCABundle(ca, s.caFile);
+          next.ca = bundle.pem;
+          next.caFile = ca;
+          if (!first) this.o.log.info(2, 'Loaded a new CA bundle', { name: s.name, caFile: s.caFile, certificates: bundle.certificates });
         }
       } catch (e) {
-        if (first) next.ca = files.get(s.caFile) instanceof Buffer ? (files.get(s.caFile) as Buffer) : undefined;
+        if (first) next.ca = next.caFile = files.get(s.caFile) instanceof Buffer ? (files.get(s.caFile) as Buffer) : undefined;
         else this.o.log.error('not loading the changed CA bundle; keeping the last good one', e, { name: s.name, caFile: s.caFile });
       }
     }

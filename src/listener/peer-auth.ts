@@ -47,7 +47,7 @@ export function peerDERProblem(der: Buffer, allowed: ReadonlySet<string>, ca: Cl
  * under 1) until the answer's validity ends or the file is reloaded.
  */
 export class PeerVerdicts {
-  private readonly cache = new Map<string, { why: string | null; until: number }>();
+  private readonly cache = new Map<string, { why: string | null; at: number; until: number }>();
   private generation: number;
   static readonly CACHE_MAX = 1024;
 
@@ -65,7 +65,8 @@ export class PeerVerdicts {
       this.generation = this.ca.generation;
     }
     const hit = this.cache.get(key);
-    if (hit !== undefined && now <= hit.until) return hit.why;
+    // Within [at, until): a clock stepped back before the answer was made asks again (helper 29).
+    if (hit !== undefined && hit.at <= now && now < hit.until) return hit.why;
     let v: { why: string | null; until: number };
     try {
       v = peerVerdict(der(), this.allowed, this.ca, now);
@@ -73,7 +74,7 @@ export class PeerVerdicts {
       v = { why: `client certificate unreadable: ${(e as Error).message}`, until: Infinity };
     }
     if (this.cache.size >= PeerVerdicts.CACHE_MAX) this.cache.clear();
-    this.cache.set(key, v);
+    this.cache.set(key, { ...v, at: now });
     return v.why;
   }
 }

@@ -192,12 +192,13 @@ describe('certificate reload', () => {
   });
 
   for (const frontend of FRONTENDS) {
-    test(`--requestheader-client-ca-file (${frontend} front end): a CA added to the file lets its peers in once reloaded, as Go reads the new file`, async () => {
+    test(`--requestheader-client-ca-file (${frontend} front end): a CA rotated in the file lets its peers in once reloaded, and the one taken out no longer, as Go reads the new file`, async () => {
       const dir = mkdtempSync(join(tmp, 'rh-'));
       const caFile = join(dir, 'front-proxy-ca.crt');
       writeFileSync(caFile, pki.frontProxyCA.cert);
       const added = await createCA('added-front-proxy-ca');
       const peerCert = await added.issue({ commonName: PROXY_CLIENT_CN, usage: 'client' });
+      const oldPeer = await pki.frontProxyCA.issue({ commonName: PROXY_CLIENT_CN, usage: 'client' });
       const seen: string[] = [];
       const local = await startFakeUpstream((req, res) => {
         if (req.url !== '/api/v1/namespaces/default/configmaps') return false;
@@ -216,10 +217,10 @@ describe('certificate reload', () => {
         throw e;
       });
       assert.equal(d.peerFrontend, frontend, 'the peer listener runs on this front end');
-      const ask = () =>
+      const ask = (pair = peerCert) =>
         new Promise<string>((resolve) => {
           const req = https.request(
-            { host: '127.0.0.1', port: d.peerPort, path: '/api/v1/namespaces/default/configmaps', servername: 'kubernetes.default.svc', ca: pki.clusterCA.cert, cert: peerCert.cert, key: peerCert.key, agent: false, headers: { 'x-kubernetes-peer-proxied': 'true' } },
+            { host: '127.0.0.1', port: d.peerPort, path: '/api/v1/namespaces/default/configmaps', servername: 'kubernetes.default.svc', ca: pki.clusterCA.cert, cert: pair.cert, key: pair.key, agent: false, headers: { 'x-kubernetes-peer-proxied': 'true' } },
             (res) => {
               res.resume();
               res.on('end', () => resolve(String(res.statusCode)));
@@ -231,12 +232,18 @@ describe('certificate reload', () => {
         });
       try {
         assert.match(await ask(), /^refused|^401$/, 'a CA not in the file: no way in');
-        atomicWrite(caFile, pki.frontProxyCA.cert + added.cert);
+        assert.equal(await ask(oldPeer), '200');
+        // The old CA out, the new one in, and a block Go's reader skips (a PEM header: client-go's
+        // ParseCertsPEM passes over it) that OpenSSL's reader fails on: the reload used to refuse
+        // the whole file and keep trusting the CA taken out (helper 29).
+        const headered = pki.frontProxyCA.cert.replace('-----BEGIN CERTIFICATE-----\n', '-----BEGIN CERTIFICATE-----\nComment: skipped by Go\n\n');
+        atomicWrite(caFile, added.cert + headered);
         await eventually(() => log.lines.some((l) => l.includes('Loaded a new CA bundle') && l.includes('peer-serving')), { ...POLL, what: 'reloaded' });
         // The TLS library takes the new file at once; mvproxy's own reading of it (api/client-ca.ts)
         // must follow, or the peer is let through the handshake and then refused with a 401.
         await eventually(async () => (await ask()) === '200', { ...POLL, what: 'the added CA\'s peer answered 200' });
-        assert.equal(seen.length, 1, "the added CA's peer reached the apiserver once, after the reload");
+        assert.match(await ask(oldPeer), /^refused|^401$/, 'the CA taken out of the file: no way in');
+        assert.equal(seen.length, 2, "the old CA's peer once before the rotation, the new one's once after: nothing else reached the apiserver");
       } finally {
         await d.close();
         await local.close();

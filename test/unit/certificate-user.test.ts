@@ -159,3 +159,19 @@ describe('identity headers carry the names as UTF-8 bytes', () => {
     assert.ok(wire.includes(Buffer.from('x-remote-group: ö\r\n', 'utf8')));
   });
 });
+
+describe('a user holds while its certificate and CA are valid, asked per request (helpers 28 and 29)', () => {
+  test('at each request time: the user while valid, refused once notAfter passes, refused again if the clock steps back before notBefore', async () => {
+    const leaf = await ca.issue({ commonName: 'short', usage: 'client', notBeforeOffsetMs: -60_000, validForMs: 60_000 });
+    const x = new X509Certificate(leaf.cert);
+    const [from, to] = [Date.parse(x.validFrom), Date.parse(x.validTo)];
+    const users = new CertificateUsers({ uidHeader: false }, ca.cert);
+    const at = (now: number) => users.ofDER(x.raw, x.fingerprint256, now);
+    assert.equal(identity(at(from + 1000)).user, 'short', 'valid: the user');
+    assert.equal(identity(at(to - 1)).user, 'short', 'the cached user, up to notAfter');
+    assert.match(refusal(at(to)), /has expired/, 'the cached user is not served past its certificate');
+    assert.match(refusal(at(to + 3_600_000)), /has expired/);
+    assert.equal(identity(at(from + 1000)).user, 'short', 'asked again: the clock went back');
+    assert.match(refusal(at(from - 1000)), /not yet valid/, 'the clock stepped back before notBefore: the cached user is not served');
+  });
+});
