@@ -6,7 +6,7 @@
 // and the requestheader one: Roots from the file, KeyUsages client auth); OpenSSL and BoringSSL,
 // which verify the handshake, take certificates and chains Go refuses (helpers 22-26).
 
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, type KeyObject } from 'node:crypto';
 import { certificateNames, GoX509Error, rawSubject } from './x509-name';
 import { goPEMBlocks } from './go-pem';
 import { goCertificate, GoRefusal, issuerProblem, type GoCertificate } from './x509-go';
@@ -17,6 +17,8 @@ const MAX_SIGNATURE_CHECKS = 100;
 /** A certificate of the file as an issuer of leaves. */
 interface Issuer {
   readonly ca: X509Certificate;
+  /** Its public key as OpenSSL reads it, or undefined (X509Certificate.publicKey throws for a key Go parses and OpenSSL does not: helper 30). */
+  readonly key: KeyObject | undefined;
   /** Why Go would not verify a leaf it signed (x509-go.ts issuerProblem), or undefined. */
   readonly problem: string | undefined;
   /** Its validity period (ms): Go's Verify takes a root only within it (isValid, on every certificate of a chain). */
@@ -39,27 +41,40 @@ export interface SignerVerdict {
 
 /**
  * A CA file as kube-apiserver loads it (client-go ParseCertsPEM: the CERTIFICATE blocks without
- * headers Go's pem.Decode finds, each parsed by Go, the whole file failing on one it cannot parse or
- * without any), as a PEM of just those blocks: what a reload hands the TLS library and ClientCA.
- * Throws where kube-apiserver would not load the file (it keeps the last good one, as the reload
- * does). A file OpenSSL reads otherwise (a block with a header, an indented or broken one that Go
- * skips) used to fail the reload here, and the CA it removed stayed trusted (helper 29).
+ * headers Go's pem.Decode finds), as a PEM of just those blocks the TLS library reads: what a reload
+ * hands the TLS library and ClientCA. Throws only for a file without any such block (kube-apiserver
+ * keeps the last good one, as the reload does). A file OpenSSL reads otherwise (a block with a
+ * header, an indented or broken one that Go skips) used to fail the reload, and the CA it removed
+ * stayed trusted (helper 29). A certificate Go (or mvproxy's stricter port) refuses does not keep
+ * the old file either: ClientCA then takes no certificate under the new one (fails closed, where
+ * kube-apiserver would keep the old file or load the new one: helper 30).
  */
 export function goCABundle(pem: Buffer, what: string): { pem: Buffer; certificates: number } {
   const ders = goPEMBlocks(pem.toString('latin1'))
     .filter((b) => b.type === 'CERTIFICATE' && b.headers === 0)
     .map((b) => b.bytes);
   if (ders.length === 0) throw new Error(`${what}: no certificate kube-apiserver (Go) reads`);
-  ders.forEach((der, i) => {
+  // One the TLS library cannot read would fail the whole context: left out (ClientCA skips it too).
+  const readable = ders.filter((der) => {
     try {
-      goCertificate(der, false);
-      new X509Certificate(der); // the TLS library must read it too
-    } catch (e) {
-      throw new Error(`${what}: certificate ${i + 1}: ${(e as Error).message}`);
+      new X509Certificate(der);
+      return true;
+    } catch {
+      return false;
     }
   });
-  const text = ders.map((d) => `-----BEGIN CERTIFICATE-----\n${d.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END CERTIFICATE-----\n`).join('');
-  return { pem: Buffer.from(text), certificates: ders.length };
+  if (readable.length === 0) throw new Error(`${what}: no certificate both kube-apiserver (Go) and the TLS library read`);
+  const text = readable.map((d) => `-----BEGIN CERTIFICATE-----\n${d.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END CERTIFICATE-----\n`).join('');
+  return { pem: Buffer.from(text), certificates: readable.length };
+}
+
+/** The leaf's signature checks with the key (false where OpenSSL cannot check it at all). */
+function verifies(x: X509Certificate, key: KeyObject): boolean {
+  try {
+    return x.verify(key);
+  } catch {
+    return false;
+  }
 }
 
 export class ClientCA {
@@ -108,7 +123,13 @@ export class ClientCA {
         continue; // Go reads it, OpenSSL does not: no leaf of it passes the handshake either
       }
       const subject = rawSubject(der).toString('latin1');
-      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, problem: issuerProblem(go), notBefore: go.notBefore, notAfter: go.notAfter }]);
+      let key: KeyObject | undefined;
+      try {
+        key = ca.publicKey;
+      } catch {
+        key = undefined; // verifies nothing here (it would have thrown per request)
+      }
+      issuers.set(subject, [...(issuers.get(subject) ?? []), { ca, key, problem: issuerProblem(go), notBefore: go.notBefore, notAfter: go.notAfter }]);
     }
     this.issuers = issuers;
     this.bundleProblem = bundleProblem;
@@ -162,7 +183,7 @@ export class ClientCA {
     // Go's Verify gives up after 100 signature checks (maxChainSignatureChecks), trying the CAs of the
     // issuer's name in an order of its own: where it could run out, refused (helper 25).
     if (candidates.length > MAX_SIGNATURE_CHECKS) return always({ why: `${candidates.length} certificates of ${this.flag} share its issuer name; kube-apiserver (Go) stops after ${MAX_SIGNATURE_CHECKS} signature checks` });
-    const signers = candidates.filter(({ ca }) => x.verify(ca.publicKey));
+    const signers = candidates.filter(({ key }) => key !== undefined && verifies(x, key));
     if (signers.length === 0) return always({ why: `no certificate of ${this.flag} with its issuer name signed it` });
     const usable = signers.filter((s) => s.problem === undefined);
     if (usable.length === 0) return always({ why: `kube-apiserver (Go) would not take its CA as the issuer: ${signers[0]!.problem}` });

@@ -196,7 +196,14 @@ export class CertificateUsers {
     if (this.ca === undefined) return { user: refuse('no --client-ca-file is loaded to check its issuer against'), until: Infinity };
     // kube-apiserver's x509 authenticator finds no issuer for a leaf whose issuer name is no CA's
     // subject byte for byte: no user there, and a token may decide (tokenMayDecide).
-    const { problem: p, until } = this.ca.check(x, now);
+    let verdict;
+    try {
+      verdict = this.ca.check(x, now);
+    } catch (e) {
+      // Never out into the request (it would take the daemon down): no user.
+      return { user: refuse(`the certificate cannot be checked against --client-ca-file: ${(e as Error).message}`), until: Infinity };
+    }
+    const { problem: p, until } = verdict;
     return { user: p === undefined ? u : p.noIssuer ? refuse(p.why, true) : refuse(p.why), until };
   }
 }

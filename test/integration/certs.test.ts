@@ -25,6 +25,8 @@ import { call } from '../support/plane';
 import { eventually } from '../support/poll';
 import { FRONTENDS } from '../support/frontends';
 import type { Daemon } from '../../src/daemon';
+import { buildCert, CA_EXTS, ecKey, pem, san, tlv } from '../support/cert-cases/builder';
+import { CN, nameDER } from '../support/der-cert';
 
 const NEW_ONLY = '/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads';
 const AGG = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
@@ -244,6 +246,18 @@ describe('certificate reload', () => {
         await eventually(async () => (await ask()) === '200', { ...POLL, what: 'the added CA\'s peer answered 200' });
         assert.match(await ask(oldPeer), /^refused|^401$/, 'the CA taken out of the file: no way in');
         assert.equal(seen.length, 2, "the old CA's peer once before the rotation, the new one's once after: nothing else reached the apiserver");
+        // The added CA taken out again, beside a CA whose URI name Go parses and mvproxy's port does
+        // not (https://[::1]/): kube-apiserver loads that file; mvproxy's reload used to refuse it
+        // and keep trusting the CA taken out (helper 30). Now it takes no peer under the file.
+        const k = ecKey();
+        const n = nameDER([CN('uri-ca')]);
+        const uriCA = pem(buildCert({ issuer: n, subject: n, spki: k.spki, signer: k.priv, extensions: [...CA_EXTS, san(false, tlv(0x86, Buffer.from('https://[::1]/')))] }));
+        const reloads = () => log.lines.filter((l) => l.includes('Loaded a new CA bundle') && l.includes('peer-serving')).length;
+        const before = reloads();
+        atomicWrite(caFile, pki.frontProxyCA.cert + uriCA);
+        await eventually(() => reloads() > before, { ...POLL, what: 'reloaded' });
+        await eventually(async () => /^refused|^401$/.test(await ask()), { ...POLL, what: "the CA taken out: its peer refused" });
+        assert.equal(seen.length, 2, 'nothing else reached the apiserver');
       } finally {
         await d.close();
         await local.close();
