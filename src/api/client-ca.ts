@@ -77,6 +77,32 @@ function verifies(x: X509Certificate, key: KeyObject): boolean {
   }
 }
 
+/**
+ * Answers about certificates (a user, a peer's verdict), by certificate (the PEM uWS hands over per
+ * request, or the SHA-256 node:tls has computed), kept while they hold: within [at, until) of the
+ * answer (a validity period ends; a clock stepped back before the answer was made asks again: helper
+ * 29) and under the file it was made with (ClientCA.generation). Bounded: at MAX entries it starts
+ * over. Parsing a certificate costs ~30 µs, a lookup well under 1.
+ */
+export class VerdictCache<T> {
+  static readonly MAX = 1024;
+  private readonly entries = new Map<string, { value: T; at: number; until: number }>();
+  private generation = -1;
+
+  get(key: string, now: number, generation: number, answer: () => { value: T; until: number }): T {
+    if (generation !== this.generation) {
+      this.entries.clear(); // a reloaded file: every certificate is judged again
+      this.generation = generation;
+    }
+    const hit = this.entries.get(key);
+    if (hit !== undefined && hit.at <= now && now < hit.until) return hit.value;
+    const fresh = { ...answer(), at: now };
+    if (this.entries.size >= VerdictCache.MAX) this.entries.clear();
+    this.entries.set(key, fresh);
+    return fresh.value;
+  }
+}
+
 export class ClientCA {
   /** The CAs by their exact subject bytes, each with why Go would not take it as an issuer (or undefined). */
   private issuers = new Map<string, Issuer[]>();

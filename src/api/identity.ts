@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { ERRORS } from './errors';
 import { certificateNames, GoX509Error, OID_COMMON_NAME, OID_KUBERNETES_UID, OID_ORGANIZATION } from './x509-name';
-import { ClientCA } from './client-ca';
+import { ClientCA, VerdictCache } from './client-ca';
 
 /** A user authenticated by mvproxy itself (a verified client certificate): forwarded as front-proxy headers. */
 export interface Identity {
@@ -144,11 +144,10 @@ export function certificateUser(der: Buffer, fingerprint256: string, o: Certific
  * where a Map lookup costs well under 1).
  */
 export class CertificateUsers {
-  /** By certificate: its user, until when that holds (a validity period ends: ClientCA.check). */
-  private readonly cache = new Map<string, { user: CertificateUser; at: number; until: number }>();
+  /** By certificate: its user while that holds (a validity period ends: ClientCA.check). */
+  private readonly cache = new VerdictCache<CertificateUser>();
   /** --client-ca-file as kube-apiserver reads it: a user only under a CA of it that signed the leaf directly. */
   private ca: ClientCA | undefined;
-  static readonly CACHE_MAX = 1024;
 
   constructor(private readonly o: CertificateUserOptions, clientCA?: Buffer | string) {
     if (clientCA !== undefined) this.setClientCA(clientCA);
@@ -158,7 +157,6 @@ export class CertificateUsers {
   setClientCA(pem: Buffer | string): void {
     if (this.ca === undefined) this.ca = new ClientCA('--client-ca-file', pem);
     else this.ca.set(pem);
-    this.cache.clear();
   }
 
   /**
@@ -175,25 +173,19 @@ export class CertificateUsers {
   }
 
   private cached(key: string, cert: string | Buffer, now: number): CertificateUser {
-    const hit = this.cache.get(key);
-    // Within [at, until): a clock stepped back before the answer was made asks again (helper 29).
-    if (hit !== undefined && hit.at <= now && now < hit.until) return hit.user;
-    const fresh = { ...this.read(cert, now), at: now };
-    if (this.cache.size >= CertificateUsers.CACHE_MAX) this.cache.clear();
-    this.cache.set(key, fresh);
-    return fresh.user;
+    return this.cache.get(key, now, this.ca?.generation ?? 0, () => this.read(cert, now));
   }
 
-  private read(cert: string | Buffer, now: number): { user: CertificateUser; until: number } {
+  private read(cert: string | Buffer, now: number): { value: CertificateUser; until: number } {
     let x: X509Certificate;
     try {
       x = new X509Certificate(cert);
     } catch (e) {
-      return { user: refuse(`the certificate cannot be read: ${(e as Error).message}`), until: Infinity }; // the handshake read it; defensive
+      return { value: refuse(`the certificate cannot be read: ${(e as Error).message}`), until: Infinity }; // the handshake read it; defensive
     }
     const u = certificateUser(x.raw, x.fingerprint256, this.o);
-    if (isRefusal(u)) return { user: u, until: Infinity };
-    if (this.ca === undefined) return { user: refuse('no --client-ca-file is loaded to check its issuer against'), until: Infinity };
+    if (isRefusal(u)) return { value: u, until: Infinity };
+    if (this.ca === undefined) return { value: refuse('no --client-ca-file is loaded to check its issuer against'), until: Infinity };
     // kube-apiserver's x509 authenticator finds no issuer for a leaf whose issuer name is no CA's
     // subject byte for byte: no user there, and a token may decide (tokenMayDecide).
     let verdict;
@@ -201,9 +193,9 @@ export class CertificateUsers {
       verdict = this.ca.check(x, now);
     } catch (e) {
       // Never out into the request (it would take the daemon down): no user.
-      return { user: refuse(`the certificate cannot be checked against --client-ca-file: ${(e as Error).message}`), until: Infinity };
+      return { value: refuse(`the certificate cannot be checked against --client-ca-file: ${(e as Error).message}`), until: Infinity };
     }
     const { problem: p, until } = verdict;
-    return { user: p === undefined ? u : p.noIssuer ? refuse(p.why, true) : refuse(p.why), until };
+    return { value: p === undefined ? u : p.noIssuer ? refuse(p.why, true) : refuse(p.why), until };
   }
 }

@@ -2,7 +2,7 @@
 // verified (checked in the TLS handshake), whose common name is in --requestheader-allowed-names
 // when that list is set (kube's requestheader authenticator, docs/kubernetes-mvp.md §2.5).
 import { X509Certificate } from 'node:crypto';
-import type { ClientCA } from '../api/client-ca';
+import { VerdictCache, type ClientCA } from '../api/client-ca';
 import { goCommonName, GoX509Error } from '../api/x509-name';
 
 /**
@@ -43,38 +43,26 @@ export function peerDERProblem(der: Buffer, allowed: ReadonlySet<string>, ca: Cl
  * The peer listener's verdicts, asked per request on both front ends (kube-apiserver verifies every
  * request, at its time, with the file of the moment: helper 28 had a request on an open connection,
  * or on a resumed TLS session, served after the peer's certificate expired or its CA left the file).
- * Kept by certificate (its PEM on uWS, its SHA-256 on node: parsing one costs ~30 µs, a lookup well
- * under 1) until the answer's validity ends or the file is reloaded.
+ * Kept by certificate (its PEM on uWS, its SHA-256 on node) in a VerdictCache (api/client-ca.ts)
+ * until the answer's validity ends or the file is reloaded.
  */
 export class PeerVerdicts {
-  private readonly cache = new Map<string, { why: string | null; at: number; until: number }>();
-  private generation: number;
-  static readonly CACHE_MAX = 1024;
+  private readonly cache = new VerdictCache<string | null>();
 
   constructor(
     private readonly allowed: ReadonlySet<string>,
     private readonly ca: ClientCA,
-  ) {
-    this.generation = ca.generation;
-  }
+  ) {}
 
   /** Why the certificate under `key` may not use the listener now, or null; `der` is read only on a miss. */
   of(key: string, der: () => Buffer, now = Date.now()): string | null {
-    if (this.generation !== this.ca.generation) {
-      this.cache.clear(); // a reloaded file: every certificate is judged again
-      this.generation = this.ca.generation;
-    }
-    const hit = this.cache.get(key);
-    // Within [at, until): a clock stepped back before the answer was made asks again (helper 29).
-    if (hit !== undefined && hit.at <= now && now < hit.until) return hit.why;
-    let v: { why: string | null; until: number };
-    try {
-      v = peerVerdict(der(), this.allowed, this.ca, now);
-    } catch (e) {
-      v = { why: `client certificate unreadable: ${(e as Error).message}`, until: Infinity };
-    }
-    if (this.cache.size >= PeerVerdicts.CACHE_MAX) this.cache.clear();
-    this.cache.set(key, { ...v, at: now });
-    return v.why;
+    return this.cache.get(key, now, this.ca.generation, () => {
+      try {
+        const { why, until } = peerVerdict(der(), this.allowed, this.ca, now);
+        return { value: why, until };
+      } catch (e) {
+        return { value: `client certificate unreadable: ${(e as Error).message}`, until: Infinity };
+      }
+    });
   }
 }
